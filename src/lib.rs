@@ -1,0 +1,1 @@
+//! stencil facade (in progress).

@@ -1,0 +1,239 @@
+//! What a backend is: the [`Backend`] trait, the validated [`Job`] it runs, and [`Schedule`]s.
+//!
+//! The facade validates a call once by building a [`Job`] (shapes, halos, dimension counts,
+//! argument counts); a backend receives only valid jobs and may rely on that geometry, which
+//! is what lets the CPU backend write output rows through raw pointers soundly.
+
+use crate::analysis::radius;
+use crate::element::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::ir::{Kernel, MAX_DIMS};
+use crate::stencil::Stencil;
+use crate::view::{FieldView, FieldViewMut, Geometry};
+
+/// A schedule of the CPU backend: how the interior is cut into tiles and run on threads.
+///
+/// Every schedule computes the same result; only speed differs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct CpuSchedule {
+    /// Tile extents per dimension (clamped to the interior; 0 means "whole extent"). The last
+    /// entry of the kernel's dimensions is the row-length limit.
+    pub tile: [usize; MAX_DIMS],
+    /// Threads to use; 0 means every thread of the backend's pool.
+    pub threads: usize,
+    /// Run the generic (IR-evaluating) path even when a generated point loop exists.
+    pub force_generic: bool,
+}
+
+impl Default for CpuSchedule {
+    fn default() -> Self {
+        CpuSchedule {
+            tile: [0; MAX_DIMS],
+            threads: 0,
+            force_generic: false,
+        }
+    }
+}
+
+/// A schedule for some backend (the algorithm is the [`Kernel`]; this is how it runs).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum Schedule {
+    /// For the CPU backend.
+    Cpu(CpuSchedule),
+}
+
+/// One validated kernel call: the stencil, its grids and its parameters.
+///
+/// Constructed only through [`Job::new`], which checks every precondition a backend relies
+/// on; fields are read through accessors.
+#[derive(Debug)]
+pub struct Job<'a, T: Element> {
+    stencil: &'a Stencil<T>,
+    inputs: Vec<FieldView<'a, T>>,
+    outputs: Vec<FieldViewMut<'a, T>>,
+    params: Vec<T>,
+}
+
+impl<'a, T: Element> Job<'a, T> {
+    /// Validates and bundles a call. `inputs`, `outputs` and `params` are in the kernel's
+    /// declaration order of each kind.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BadArgument`]: wrong number of inputs, outputs or parameters.
+    /// - [`ErrorKind::DimensionMismatch`]: a grid's dimension count differs from the kernel's.
+    /// - [`ErrorKind::ShapeMismatch`]: grids differ in interior shape.
+    /// - [`ErrorKind::HaloTooNarrow`]: an input's halo is narrower than the kernel's radius.
+    /// - [`ErrorKind::AliasedGrids`]: two grids share storage.
+    pub fn new(
+        stencil: &'a Stencil<T>,
+        inputs: Vec<FieldView<'a, T>>,
+        outputs: Vec<FieldViewMut<'a, T>>,
+        params: Vec<T>,
+    ) -> Result<Self> {
+        let kernel = stencil.kernel();
+        let count = |what: &str, expected: usize, found: usize| -> Result<()> {
+            if expected == found {
+                Ok(())
+            } else {
+                Err(Error::new(
+                    ErrorKind::BadArgument,
+                    format!(
+                        "kernel `{}` takes {expected} {what}, {found} given",
+                        kernel.name
+                    ),
+                ))
+            }
+        };
+        count("inputs", kernel.inputs().count(), inputs.len())?;
+        count("outputs", kernel.outputs().count(), outputs.len())?;
+        count("parameters", kernel.params.len(), params.len())?;
+
+        let names_in: Vec<&str> = kernel
+            .inputs()
+            .map(|f| kernel.field(f).name.as_str())
+            .collect();
+        let names_out: Vec<&str> = kernel
+            .outputs()
+            .map(|f| kernel.field(f).name.as_str())
+            .collect();
+        let geoms: Vec<(&str, Geometry)> = names_in
+            .iter()
+            .zip(&inputs)
+            .map(|(n, v)| (*n, v.geom))
+            .chain(names_out.iter().zip(&outputs).map(|(n, v)| (*n, v.geom)))
+            .collect();
+        let (first_name, first) = geoms[0];
+        for &(name, g) in &geoms {
+            if g.n_dims != kernel.n_dims {
+                return Err(Error::new(
+                    ErrorKind::DimensionMismatch,
+                    format!(
+                        "kernel `{}` is {}-D but grid `{name}` is {}-D",
+                        kernel.name, kernel.n_dims, g.n_dims
+                    ),
+                ));
+            }
+            if g.interior() != first.interior() {
+                return Err(Error::new(
+                    ErrorKind::ShapeMismatch,
+                    format!(
+                        "grid `{name}` has shape {:?} but grid `{first_name}` has shape {:?}",
+                        g.interior(),
+                        first.interior()
+                    ),
+                ));
+            }
+        }
+        let r = radius(kernel);
+        for (name, v) in names_in.iter().zip(&inputs) {
+            if (v.geom.halo as u64) < u64::from(r.max()) {
+                return Err(Error::new(
+                    ErrorKind::HaloTooNarrow,
+                    format!(
+                        "kernel `{}` reads up to {} points away but input `{name}` has a halo of {}",
+                        kernel.name,
+                        r.max(),
+                        v.geom.halo
+                    ),
+                ));
+            }
+        }
+        // Inputs may share storage with each other (the same grid read twice); an output may
+        // share storage with nothing.
+        let ranges: Vec<(&str, bool, std::ops::Range<usize>)> = names_in
+            .iter()
+            .zip(&inputs)
+            .map(|(n, v)| (*n, false, v.data.as_ptr_range()))
+            .chain(
+                names_out
+                    .iter()
+                    .zip(&outputs)
+                    .map(|(n, v)| (*n, true, v.data.as_ptr_range())),
+            )
+            .map(|(n, out, r)| (n, out, r.start as usize..r.end as usize))
+            .collect();
+        for (a, (name_a, out_a, ra)) in ranges.iter().enumerate() {
+            for (name_b, out_b, rb) in &ranges[a + 1..] {
+                let overlap = ra.start < rb.end && rb.start < ra.end;
+                if overlap && (*out_a || *out_b) {
+                    return Err(Error::new(
+                        ErrorKind::AliasedGrids,
+                        format!("grids `{name_a}` and `{name_b}` share storage"),
+                    ));
+                }
+            }
+        }
+        Ok(Job {
+            stencil,
+            inputs,
+            outputs,
+            params,
+        })
+    }
+
+    /// The stencil being run.
+    pub fn stencil(&self) -> &'a Stencil<T> {
+        self.stencil
+    }
+
+    /// The kernel's IR.
+    pub fn kernel(&self) -> &'a Kernel {
+        self.stencil.kernel()
+    }
+
+    /// Interior shape of the iteration (common to all grids), first `n_dims` entries.
+    pub fn shape(&self) -> &[usize] {
+        self.outputs[0].geom.interior()
+    }
+
+    /// Input views, in declaration order.
+    pub fn inputs(&self) -> &[FieldView<'a, T>] {
+        &self.inputs
+    }
+
+    /// Output views, in declaration order.
+    pub fn outputs_mut(&mut self) -> &mut [FieldViewMut<'a, T>] {
+        &mut self.outputs
+    }
+
+    /// Output views, read-only.
+    pub fn outputs(&self) -> &[FieldViewMut<'a, T>] {
+        &self.outputs
+    }
+
+    /// Parameter values, in declaration order.
+    pub fn params(&self) -> &[T] {
+        &self.params
+    }
+
+    /// Splits the job into its parts (inputs, outputs, parameters) for a backend that needs
+    /// to borrow them separately.
+    pub fn parts_mut(&mut self) -> (&[FieldView<'a, T>], &mut [FieldViewMut<'a, T>], &[T]) {
+        (&self.inputs, &mut self.outputs, &self.params)
+    }
+}
+
+/// A backend: something that runs validated jobs under a schedule.
+///
+/// Backends describe themselves with data (name, availability, schedules); shared logic such
+/// as `verify` never matches on which backend it holds.
+pub trait Backend<T: Element>: Send + Sync {
+    /// Human-readable name (`"cpu"`, `"cuda:0"`, ...).
+    fn name(&self) -> String;
+
+    /// The schedule used when nothing better is known.
+    fn default_schedule(&self, kernel: &Kernel, shape: &[usize]) -> Schedule;
+
+    /// A small, varied sample of legal schedules for `kernel` on `shape` (used by `verify`):
+    /// tiles that do and do not divide the shape, one and several threads, generic and
+    /// specialised paths.
+    fn sample_schedules(&self, kernel: &Kernel, shape: &[usize]) -> Vec<Schedule>;
+
+    /// Runs `job` under `schedule`: writes every interior point of every output, nothing else.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidSchedule`] if `schedule` is not for this backend; backend-specific
+    /// failures otherwise.
+    fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()>;
+}

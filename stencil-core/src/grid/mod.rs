@@ -1,0 +1,1 @@
+//! Grids (in progress).

@@ -1,0 +1,34 @@
+//! stencil-core: the spine of the stencil workspace.
+//!
+//! - [`ir`]: the kernel IR, its [`KernelBuilder`], and the [`verify`]er (one definition of a
+//!   valid kernel, used by the macro at expansion time and at run time alike);
+//! - [`analysis`]: footprint, radius, flops and bytes per point, stencil features;
+//! - [`interp`]: the reference interpreter, the oracle every backend is checked against;
+//! - [`grid`]: `Grid<T, D>` with halo, padding, alignment and boundary conditions;
+//! - [`Stencil`], [`Job`], [`Backend`], [`Schedule`]: what backends implement and receive;
+//! - [`row`]: the contract between macro-generated CPU code and CPU backends.
+//!
+//! This crate depends on no backend technology (no rayon, no CUDA, no syn).
+
+pub mod analysis;
+pub mod backend;
+pub mod element;
+pub mod error;
+pub mod grid;
+pub mod interp;
+pub mod ir;
+pub mod row;
+pub mod stencil;
+pub mod verify;
+pub mod view;
+
+pub use backend::{Backend, CpuSchedule, Job, Schedule};
+pub use element::{ElemType, Element};
+pub use error::{Error, ErrorKind, Result};
+pub use ir::{
+    BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp,
+    MAX_DIMS, MAX_RADIUS, Offset, Param, ParamId, Role, Stmt, UnaryOp,
+};
+pub use stencil::Stencil;
+pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};
+pub use view::{FieldView, FieldViewMut, Geometry};

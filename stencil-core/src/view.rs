@@ -1,0 +1,257 @@
+//! Grid geometry and dimension-erased views of grid storage.
+//!
+//! [`Geometry`] is the layout rule of every grid, written once: interior shape, halo width,
+//! padding of the unit-stride dimension, strides. Backends and the interpreter see grids
+//! through [`FieldView`] / [`FieldViewMut`], which erase the dimension count (up to
+//! [`MAX_DIMS`]) so one executor serves 1-D to 4-D.
+//!
+//! Layout (C order, last dimension unit-stride): every dimension holds `halo` points on each
+//! side of the interior. The unit-stride dimension starts with a lead of
+//! `round_up(halo, L)` points, where `L` is the number of elements in a 64-byte cache line, so
+//! that the first interior point of every row is 64-byte aligned; its row length is rounded up
+//! to a multiple of `L`, plus one more cache line when the row length in bytes is a multiple of
+//! 4 KiB (rows that far apart map to the same cache sets; Datta et al.'s array padding).
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::ir::MAX_DIMS;
+
+/// Alignment of grid storage and of every interior row, in bytes.
+pub const ALIGN_BYTES: usize = 64;
+
+/// Layout of one grid, independent of its element values.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Geometry {
+    /// Number of dimensions, 1 to [`MAX_DIMS`].
+    pub n_dims: usize,
+    /// Interior extents; 1 beyond `n_dims`.
+    pub shape: [usize; MAX_DIMS],
+    /// Halo width (the same on every side of every dimension).
+    pub halo: usize,
+    /// Allocated extents including halo and padding; 1 beyond `n_dims`.
+    pub alloc_shape: [usize; MAX_DIMS],
+    /// Element strides; 0 beyond `n_dims`; the last dimension's stride is 1.
+    pub strides: [usize; MAX_DIMS],
+    /// Storage index of interior point `(0, ..., 0)`.
+    pub origin: usize,
+    /// Number of elements of storage.
+    pub len: usize,
+    /// Lead (points before the halo) of the unit-stride dimension: `lead_pad + halo` points
+    /// precede interior index 0 in every row.
+    pub lead_pad: usize,
+}
+
+impl Geometry {
+    /// The layout of a grid of interior `shape`, halo width `halo`, elements of `elem_size`
+    /// bytes.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidShape`] when `shape` is empty or longer than [`MAX_DIMS`], an
+    /// extent is zero, or the storage size overflows.
+    pub fn new(shape: &[usize], halo: usize, elem_size: usize) -> Result<Geometry> {
+        let n_dims = shape.len();
+        if n_dims == 0 || n_dims > MAX_DIMS {
+            return Err(Error::new(
+                ErrorKind::InvalidShape,
+                format!("a grid has 1 to {MAX_DIMS} dimensions, not {n_dims}"),
+            ));
+        }
+        if let Some(d) = shape.iter().position(|&n| n == 0) {
+            return Err(Error::new(
+                ErrorKind::InvalidShape,
+                format!("grid shape {shape:?} is empty in dimension {d}"),
+            ));
+        }
+        let overflow = || {
+            Error::new(
+                ErrorKind::InvalidShape,
+                format!("grid shape {shape:?} with halo {halo} is too large to allocate"),
+            )
+        };
+        let line = (ALIGN_BYTES / elem_size).max(1);
+        let last = n_dims - 1;
+        let lead = halo.div_ceil(line).checked_mul(line).ok_or_else(overflow)?;
+        let lead_pad = lead - halo;
+        let mut row = lead
+            .checked_add(shape[last])
+            .and_then(|v| v.checked_add(halo))
+            .and_then(|v| v.checked_next_multiple_of(line))
+            .ok_or_else(overflow)?;
+        if (row * elem_size).is_multiple_of(4096) {
+            row += line;
+        }
+        let mut alloc_shape = [1; MAX_DIMS];
+        let mut full_shape = [1; MAX_DIMS];
+        for d in 0..n_dims {
+            full_shape[d] = shape[d];
+            alloc_shape[d] = if d == last {
+                row
+            } else {
+                shape[d]
+                    .checked_add(2 * halo)
+                    .ok_or_else(overflow)?
+            };
+        }
+        let mut strides = [0; MAX_DIMS];
+        let mut stride = 1usize;
+        for d in (0..n_dims).rev() {
+            strides[d] = stride;
+            stride = stride.checked_mul(alloc_shape[d]).ok_or_else(overflow)?;
+        }
+        let len = stride;
+        if len.checked_mul(elem_size).is_none_or(|b| b > isize::MAX as usize) {
+            return Err(overflow());
+        }
+        let mut origin = lead;
+        for d in 0..last {
+            origin += halo * strides[d];
+        }
+        Ok(Geometry {
+            n_dims,
+            shape: full_shape,
+            halo,
+            alloc_shape,
+            strides,
+            origin,
+            len,
+            lead_pad,
+        })
+    }
+
+    /// Interior extents of the first `n_dims` dimensions.
+    pub fn interior(&self) -> &[usize] {
+        &self.shape[..self.n_dims]
+    }
+
+    /// Number of interior points.
+    pub fn n_points(&self) -> usize {
+        self.interior().iter().product()
+    }
+
+    /// Storage index of `point` (interior coordinates; negative and `>= shape` reach the halo).
+    ///
+    /// The result is meaningful only for points inside interior plus halo; use
+    /// [`contains`](Self::contains) to check.
+    #[inline]
+    pub fn index(&self, point: &[isize]) -> usize {
+        let mut idx = self.origin as isize;
+        for (d, &p) in point.iter().enumerate().take(self.n_dims) {
+            idx += p * self.strides[d] as isize;
+        }
+        idx as usize
+    }
+
+    /// Whether `point` lies in the interior or the halo.
+    pub fn contains(&self, point: &[isize]) -> bool {
+        let h = self.halo as isize;
+        point.len() == self.n_dims
+            && point
+                .iter()
+                .zip(self.interior())
+                .all(|(&p, &n)| p >= -h && p < n as isize + h)
+    }
+}
+
+/// Read-only view of one grid's whole storage (interior, halo and padding).
+#[derive(Clone, Copy, Debug)]
+pub struct FieldView<'a, T> {
+    /// Layout.
+    pub geom: Geometry,
+    /// The storage (`geom.len` elements).
+    pub data: &'a [T],
+}
+
+impl<T: Copy> FieldView<'_, T> {
+    /// Value at `point` (interior coordinates; the halo is reachable).
+    ///
+    /// # Panics
+    /// If `point` is outside interior plus halo.
+    #[inline]
+    pub fn get(&self, point: &[isize]) -> T {
+        assert!(self.geom.contains(point), "point {point:?} outside grid");
+        self.data[self.geom.index(point)]
+    }
+}
+
+/// Mutable view of one grid's whole storage.
+#[derive(Debug)]
+pub struct FieldViewMut<'a, T> {
+    /// Layout.
+    pub geom: Geometry,
+    /// The storage (`geom.len` elements).
+    pub data: &'a mut [T],
+}
+
+impl<T: Copy> FieldViewMut<'_, T> {
+    /// Value at `point`.
+    ///
+    /// # Panics
+    /// If `point` is outside interior plus halo.
+    #[inline]
+    pub fn get(&self, point: &[isize]) -> T {
+        assert!(self.geom.contains(point), "point {point:?} outside grid");
+        self.data[self.geom.index(point)]
+    }
+
+    /// Writes `value` at `point`.
+    ///
+    /// # Panics
+    /// If `point` is outside interior plus halo.
+    #[inline]
+    pub fn set(&mut self, point: &[isize], value: T) {
+        assert!(self.geom.contains(point), "point {point:?} outside grid");
+        let i = self.geom.index(point);
+        self.data[i] = value;
+    }
+
+    /// A read-only view of the same storage.
+    pub fn as_view(&self) -> FieldView<'_, T> {
+        FieldView {
+            geom: self.geom,
+            data: self.data,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interior_rows_are_aligned_and_padded() {
+        let g = Geometry::new(&[5, 7, 13], 2, 8).unwrap();
+        assert_eq!(g.strides[2], 1);
+        assert_eq!(g.alloc_shape[0], 9);
+        assert_eq!(g.alloc_shape[1], 11);
+        assert_eq!(g.strides[1] % 8, 0);
+        assert!(g.strides[1] >= 8 + 13 + 2);
+        assert_eq!(g.origin % 8, 0);
+        assert_eq!(g.lead_pad, 6);
+        assert_eq!(g.len, g.strides[0] * 9);
+        // Last halo point of the last row is inside storage.
+        assert!(g.index(&[6, 8, 14]) < g.len);
+        assert_eq!(g.index(&[-2, -2, -2]), 6);
+    }
+
+    #[test]
+    fn rows_of_4kib_get_one_more_cache_line() {
+        // 512 f64 = 4 KiB exactly, so one more line of 8 elements is added.
+        let g = Geometry::new(&[3, 512], 0, 8).unwrap();
+        assert_eq!(g.strides[0], 512 + 8);
+    }
+
+    #[test]
+    fn empty_and_oversized_shapes_are_errors() {
+        assert_eq!(
+            Geometry::new(&[4, 0], 1, 8).unwrap_err().kind(),
+            ErrorKind::InvalidShape
+        );
+        assert_eq!(
+            Geometry::new(&[], 1, 8).unwrap_err().kind(),
+            ErrorKind::InvalidShape
+        );
+        assert_eq!(
+            Geometry::new(&[usize::MAX / 2, 4], 1, 8).unwrap_err().kind(),
+            ErrorKind::InvalidShape
+        );
+    }
+}

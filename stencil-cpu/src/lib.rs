@@ -1,0 +1,1 @@
+//! stencil-cpu (in progress).

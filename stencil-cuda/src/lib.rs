@@ -1,0 +1,1 @@
+//! stencil-cuda (in progress).

@@ -1,0 +1,1 @@
+//! stencil-macros (in progress).

@@ -1,0 +1,1 @@
+//! stencil-tune (in progress).
