@@ -102,8 +102,8 @@ impl Geometry {
             return Err(overflow());
         }
         let mut origin = lead;
-        for d in 0..last {
-            origin += halo * strides[d];
+        for stride in &strides[..last] {
+            origin += halo * stride;
         }
         Ok(Geometry {
             n_dims,
