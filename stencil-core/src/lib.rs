@@ -15,9 +15,14 @@ pub mod backend;
 pub mod element;
 pub mod error;
 pub mod grid;
+pub mod hash;
 pub mod interp;
 pub mod ir;
+pub mod printer;
+pub mod random;
+pub mod rng;
 pub mod row;
+pub mod simplify;
 pub mod stencil;
 pub mod verify;
 pub mod view;
@@ -25,6 +30,7 @@ pub mod view;
 pub use backend::{Backend, CpuSchedule, Job, Schedule};
 pub use element::{ElemType, Element};
 pub use error::{Error, ErrorKind, Result};
+pub use grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use ir::{
     BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp,
     MAX_DIMS, MAX_RADIUS, Offset, Param, ParamId, Role, Stmt, UnaryOp,

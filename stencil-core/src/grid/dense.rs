@@ -1,0 +1,266 @@
+//! The [`Grid`] type: construction, geometry, boundary conditions, halo state and raw views.
+//!
+//! Element access (points, rows, iteration, bulk writes) is in `access.rs`; ndarray views in
+//! `ndarray_views.rs`. The layout is [`Geometry`]'s rule, never re-derived here.
+
+use std::fmt;
+
+use crate::element::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::view::{FieldView, FieldViewMut, Geometry};
+
+use super::boundary::{Boundary, Side};
+use super::halo::fill_halo;
+use super::storage::AlignedBuffer;
+
+/// Halo width of grids made by [`Grid::new`]: enough for kernels of radius up to 4.
+pub const DEFAULT_HALO: usize = 4;
+
+/// A `D`-dimensional grid of `T` (`f32` or `f64`) with a halo, padding, 64-byte aligned rows
+/// and a boundary condition on each face.
+///
+/// # Layout
+/// C order, last dimension unit-stride, as computed by [`Geometry::new`]: `halo` points on
+/// each side of every dimension, the unit-stride dimension padded so that the first interior
+/// point of every row is 64-byte aligned and row lengths avoid 4 KiB aliasing. Storage is one
+/// zero-initialised allocation aligned to 64 bytes, untouched until first written (pages are
+/// placed by first touch).
+///
+/// # Boundaries and the halo
+/// Each face (dimension, [`Side`]) has a [`Boundary`]; new grids have `Dirichlet(0)` on every
+/// face. [`update_halo`](Self::update_halo) fills the whole halo width of every face per its
+/// condition (see [`Boundary`] for one face and [`fill_halo`] for how faces
+/// combine at edges and corners: the condition of the last dimension in which a point is
+/// outside the interior decides it). Methods that change the interior and then restore the
+/// halo (`fill`, `fill_with`, `map_inplace`, boundary setters) call it themselves; every other
+/// mutable access to the interior (`set`, `IndexMut`, `rows_mut`, `view_mut`, `as_mut_slice`,
+/// `interior_mut`) marks the halo stale, and [`halo_is_stale`](Self::halo_is_stale) reports
+/// it when some face's condition depends on the interior.
+pub struct Grid<T: Element, const D: usize> {
+    pub(super) geometry: Geometry,
+    pub(super) storage: AlignedBuffer<T>,
+    /// `boundaries[d][side.index()]`.
+    pub(super) boundaries: [[Boundary<T>; 2]; D],
+    /// The interior may have changed since the last `update_halo`.
+    pub(super) interior_changed: bool,
+}
+
+impl<T: Element, const D: usize> Grid<T, D> {
+    /// A grid of interior `shape` and halo [`DEFAULT_HALO`], all zeros, `Dirichlet(0)` on every
+    /// face (so the halo is already filled).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidShape`] when `D` is 0 or above [`MAX_DIMS`](crate::MAX_DIMS), an
+    /// extent is zero, or the storage size overflows.
+    pub fn new(shape: [usize; D]) -> Result<Self> {
+        Self::with_halo(shape, DEFAULT_HALO)
+    }
+
+    /// A grid of interior `shape` and halo width `halo`, otherwise as [`new`](Self::new).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_halo(shape: [usize; D], halo: usize) -> Result<Self> {
+        let geometry = Geometry::new(&shape, halo, T::ELEM.size_bytes())?;
+        Ok(Grid {
+            storage: AlignedBuffer::zeroed(geometry.len),
+            geometry,
+            boundaries: [[Boundary::Dirichlet(T::ZERO); 2]; D],
+            interior_changed: false,
+        })
+    }
+
+    /// A grid whose interior point `p` holds `f(p)` (called in C order), halo width `halo`,
+    /// `Dirichlet(0)` on every face.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn from_fn(shape: [usize; D], halo: usize, f: impl FnMut([usize; D]) -> T) -> Result<Self> {
+        let mut grid = Self::with_halo(shape, halo)?;
+        grid.write_interior_with(f);
+        // The halo is zero, which is what `Dirichlet(0)` asks for.
+        grid.interior_changed = false;
+        Ok(grid)
+    }
+
+    /// A grid holding `values` (the interior in C order), halo width `halo`, `Dirichlet(0)` on
+    /// every face.
+    ///
+    /// # Errors
+    /// - As [`new`](Self::new).
+    /// - [`ErrorKind::ShapeMismatch`] when `values.len()` is not the number of interior points.
+    pub fn from_slice(shape: [usize; D], halo: usize, values: &[T]) -> Result<Self> {
+        let mut grid = Self::with_halo(shape, halo)?;
+        if values.len() != grid.n_points() {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                format!(
+                    "{} values given for a grid of shape {shape:?} ({} points)",
+                    values.len(),
+                    grid.n_points()
+                ),
+            ));
+        }
+        let row_len = shape[D - 1];
+        for ((_, row), chunk) in grid.interior_rows_mut().zip(values.chunks_exact(row_len)) {
+            row.copy_from_slice(chunk);
+        }
+        // The halo is zero, which is what `Dirichlet(0)` asks for.
+        grid.interior_changed = false;
+        Ok(grid)
+    }
+
+    /// A grid of the same geometry and boundary conditions, zero interior, halo filled.
+    ///
+    /// The halo is written only when some face has a nonzero `Dirichlet` value (with a zero
+    /// interior every other condition gives a zero halo already), so the storage usually stays
+    /// untouched for first-touch placement. `UserManaged` halos are zero.
+    pub fn like(&self) -> Self {
+        let mut grid = Grid {
+            geometry: self.geometry,
+            storage: AlignedBuffer::zeroed(self.geometry.len),
+            boundaries: self.boundaries,
+            interior_changed: false,
+        };
+        let nonzero_value = self.boundaries.iter().flatten().any(|b| match b {
+            Boundary::Dirichlet(v) => v.to_f64().to_bits() != 0,
+            _ => false,
+        });
+        if nonzero_value {
+            grid.update_halo();
+        }
+        grid
+    }
+
+    /// Interior extents.
+    pub fn shape(&self) -> [usize; D] {
+        std::array::from_fn(|d| self.geometry.shape[d])
+    }
+
+    /// Halo width (the same on every side of every dimension).
+    pub fn halo(&self) -> usize {
+        self.geometry.halo
+    }
+
+    /// Number of interior points.
+    pub fn n_points(&self) -> usize {
+        self.geometry.n_points()
+    }
+
+    /// The layout.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// The condition of face (`dim`, `side`); `None` when `dim >= D`.
+    pub fn boundary(&self, dim: usize, side: Side) -> Option<Boundary<T>> {
+        self.boundaries.get(dim).map(|faces| faces[side.index()])
+    }
+
+    /// Every face's condition: `boundaries()[d][side.index()]`.
+    pub fn boundaries(&self) -> &[[Boundary<T>; 2]; D] {
+        &self.boundaries
+    }
+
+    /// Sets the condition of every face to `boundary`, then fills the halo.
+    pub fn set_boundary(&mut self, boundary: Boundary<T>) {
+        self.boundaries = [[boundary; 2]; D];
+        self.update_halo();
+    }
+
+    /// Sets the condition of face (`dim`, `side`), then fills the halo.
+    ///
+    /// # Errors
+    /// [`ErrorKind::BadArgument`] when `dim >= D` (nothing is changed).
+    pub fn set_face_boundary(
+        &mut self,
+        dim: usize,
+        side: Side,
+        boundary: Boundary<T>,
+    ) -> Result<()> {
+        let Some(faces) = self.boundaries.get_mut(dim) else {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!("dimension {dim} does not exist in a {D}-D grid"),
+            ));
+        };
+        faces[side.index()] = boundary;
+        self.update_halo();
+        Ok(())
+    }
+
+    /// Fills the whole halo of every face per its [`Boundary`] (faces combined as documented
+    /// on [`fill_halo`]) and clears the stale mark.
+    pub fn update_halo(&mut self) {
+        let mut view = FieldViewMut {
+            geom: self.geometry,
+            data: &mut self.storage,
+        };
+        fill_halo(&mut view, &self.boundaries);
+        self.interior_changed = false;
+    }
+
+    /// Whether the halo may be out of date: the interior may have changed since the last
+    /// [`update_halo`](Self::update_halo) and some face's condition depends on the interior
+    /// (`Periodic`, `ZeroGradient` or `Reflect`).
+    pub fn halo_is_stale(&self) -> bool {
+        self.interior_changed
+            && self
+                .boundaries
+                .iter()
+                .flatten()
+                .any(Boundary::depends_on_interior)
+    }
+
+    /// Read-only view of the whole storage with its geometry.
+    pub fn view(&self) -> FieldView<'_, T> {
+        FieldView {
+            geom: self.geometry,
+            data: &self.storage,
+        }
+    }
+
+    /// Mutable view of the whole storage with its geometry; marks the halo stale.
+    pub fn view_mut(&mut self) -> FieldViewMut<'_, T> {
+        self.interior_changed = true;
+        FieldViewMut {
+            geom: self.geometry,
+            data: &mut self.storage,
+        }
+    }
+
+    /// The whole storage: interior, halo and padding (`geometry().len` elements, indexed by
+    /// [`Geometry::index`]).
+    pub fn as_slice(&self) -> &[T] {
+        &self.storage
+    }
+
+    /// The whole storage, mutably; marks the halo stale.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        self.interior_changed = true;
+        &mut self.storage
+    }
+}
+
+impl<T: Element, const D: usize> Clone for Grid<T, D> {
+    /// A deep copy (storage, boundaries and stale mark).
+    fn clone(&self) -> Self {
+        Grid {
+            geometry: self.geometry,
+            storage: self.storage.clone(),
+            boundaries: self.boundaries,
+            interior_changed: self.interior_changed,
+        }
+    }
+}
+
+impl<T: Element, const D: usize> fmt::Debug for Grid<T, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Grid")
+            .field("shape", &self.shape())
+            .field("halo", &self.halo())
+            .field("boundaries", &self.boundaries)
+            .field("halo_is_stale", &self.halo_is_stale())
+            .finish_non_exhaustive()
+    }
+}

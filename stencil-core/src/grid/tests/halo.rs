@@ -1,0 +1,188 @@
+//! Halo filling: every boundary kind on 1-D to 4-D grids against the point-wise reference,
+//! hand-checked corners, mixed faces, and halos wider than the interior.
+
+use super::{Random, check_faces};
+use crate::grid::{Boundary, Grid1, Grid2, Grid3, Grid4, Side};
+
+const KINDS: [Boundary<f64>; 5] = [
+    Boundary::Dirichlet(0.75),
+    Boundary::Periodic,
+    Boundary::ZeroGradient,
+    Boundary::Reflect,
+    Boundary::UserManaged,
+];
+
+fn random_kind(random: &mut Random) -> Boundary<f64> {
+    match KINDS[random.below(KINDS.len())] {
+        Boundary::Dirichlet(_) => Boundary::Dirichlet(random.value()),
+        other => other,
+    }
+}
+
+#[test]
+fn every_kind_on_every_face_in_1d() {
+    let mut random = Random::new(1);
+    for kind in KINDS {
+        for (n, halo) in [(7, 3), (1, 2), (2, 4), (3, 4), (16, 1), (5, 0)] {
+            check_faces([n], halo, [[kind; 2]], &mut random);
+        }
+    }
+}
+
+#[test]
+fn every_kind_on_every_face_in_2d() {
+    let mut random = Random::new(2);
+    for kind in KINDS {
+        for (shape, halo) in [([5, 9], 2), ([1, 3], 3), ([3, 2], 4), ([17, 33], 4)] {
+            check_faces(shape, halo, [[kind; 2]; 2], &mut random);
+        }
+    }
+}
+
+#[test]
+fn every_kind_on_every_face_in_3d() {
+    let mut random = Random::new(3);
+    for kind in KINDS {
+        for (shape, halo) in [([4, 5, 6], 2), ([2, 1, 3], 3), ([3, 7, 2], 1)] {
+            check_faces(shape, halo, [[kind; 2]; 3], &mut random);
+        }
+    }
+}
+
+#[test]
+fn every_kind_in_4d_and_in_f32() {
+    let mut random = Random::new(4);
+    for kind in KINDS {
+        check_faces([3, 2, 4, 5], 2, [[kind; 2]; 4], &mut random);
+        let kind32 = match kind {
+            Boundary::Dirichlet(v) => Boundary::Dirichlet(v as f32),
+            Boundary::Periodic => Boundary::Periodic,
+            Boundary::ZeroGradient => Boundary::ZeroGradient,
+            Boundary::Reflect => Boundary::Reflect,
+            Boundary::UserManaged => Boundary::UserManaged,
+        };
+        check_faces([5, 3, 19], 3, [[kind32; 2]; 3], &mut random);
+    }
+}
+
+#[test]
+fn random_mixed_faces_in_2d_and_3d() {
+    let mut random = Random::new(5);
+    for _ in 0..60 {
+        let faces2 = [
+            [random_kind(&mut random), random_kind(&mut random)],
+            [random_kind(&mut random), random_kind(&mut random)],
+        ];
+        check_faces([4, 6], 3, faces2, &mut random);
+        let faces3: [[Boundary<f64>; 2]; 3] =
+            std::array::from_fn(|_| [random_kind(&mut random), random_kind(&mut random)]);
+        check_faces([3, 4, 5], 2, faces3, &mut random);
+    }
+}
+
+#[test]
+fn periodic_2d_corners_hold_the_wrapped_interior_corners() {
+    let mut random = Random::new(6);
+    let (n0, n1) = (5usize, 7usize);
+    let mut g = Grid2::<f64>::from_fn([n0, n1], 2, |_| random.value()).unwrap();
+    g.set_boundary(Boundary::Periodic);
+    let at = |i: usize, j: usize| g[[i, j]];
+    assert_eq!(g.get([-1, -1]), Some(at(n0 - 1, n1 - 1)));
+    assert_eq!(g.get([-2, -1]), Some(at(n0 - 2, n1 - 1)));
+    assert_eq!(g.get([-1, 7]), Some(at(n0 - 1, 0)));
+    assert_eq!(g.get([6, 8]), Some(at(1, 1)));
+    assert_eq!(g.get([5, -2]), Some(at(0, n1 - 2)));
+    // Edges too.
+    assert_eq!(g.get([-1, 3]), Some(at(n0 - 1, 3)));
+    assert_eq!(g.get([2, 8]), Some(at(2, 1)));
+}
+
+#[test]
+fn zero_gradient_3d_corners_hold_the_nearest_interior_corner() {
+    let mut random = Random::new(7);
+    let shape = [4usize, 5, 6];
+    let mut g = Grid3::<f64>::from_fn(shape, 3, |_| random.value()).unwrap();
+    g.set_boundary(Boundary::ZeroGradient);
+    assert_eq!(g.get([-3, -3, -3]), Some(g[[0, 0, 0]]));
+    assert_eq!(g.get([-1, -2, -3]), Some(g[[0, 0, 0]]));
+    assert_eq!(g.get([6, -1, 8]), Some(g[[3, 0, 5]]));
+    assert_eq!(g.get([4, 7, 6]), Some(g[[3, 4, 5]]));
+    assert_eq!(g.get([-2, 2, 7]), Some(g[[0, 2, 5]]));
+}
+
+#[test]
+fn mixed_dirichlet_and_periodic_edges_follow_the_later_dimension() {
+    let mut random = Random::new(8);
+    let mut g = Grid2::<f64>::from_fn([4, 5], 2, |_| random.value()).unwrap();
+    // Dimension 0 Dirichlet, dimension 1 periodic: the corner copies (periodically, along
+    // dimension 1) a point of dimension 0's halo, which holds the Dirichlet value.
+    g.set_face_boundary(0, Side::Low, Boundary::Dirichlet(2.0))
+        .unwrap();
+    g.set_face_boundary(0, Side::High, Boundary::Dirichlet(3.0))
+        .unwrap();
+    g.set_face_boundary(1, Side::Low, Boundary::Periodic)
+        .unwrap();
+    g.set_face_boundary(1, Side::High, Boundary::Periodic)
+        .unwrap();
+    assert_eq!(g.get([-1, -1]), Some(2.0));
+    assert_eq!(g.get([4, 6]), Some(3.0));
+    assert_eq!(g.get([1, -2]), Some(g[[1, 3]]));
+
+    // Dimension 0 periodic, dimension 1 Dirichlet: the later dimension's value wins.
+    g.set_boundary(Boundary::Periodic);
+    g.set_face_boundary(1, Side::Low, Boundary::Dirichlet(-1.0))
+        .unwrap();
+    assert_eq!(g.get([-1, -1]), Some(-1.0));
+    assert_eq!(g.get([-1, 5]), Some(g[[3, 0]]));
+    assert_eq!(g.get([5, 2]), Some(g[[1, 2]]));
+
+    // Two Dirichlet faces meeting: the later dimension's value.
+    g.set_boundary(Boundary::Dirichlet(7.0));
+    g.set_face_boundary(0, Side::High, Boundary::Dirichlet(9.0))
+        .unwrap();
+    assert_eq!(g.get([4, -1]), Some(7.0));
+    assert_eq!(g.get([4, 2]), Some(9.0));
+}
+
+#[test]
+fn reflect_with_halo_wider_than_interior_matches_numpy() {
+    // numpy.pad([a, b, c], 4, mode='reflect') picks indices [0 1 2 1 | 0 1 2 | 1 0 1 2].
+    let values = [0.25, -0.5, 0.125];
+    let mut g = Grid1::from_slice([3], 4, &values).unwrap();
+    g.set_boundary(Boundary::Reflect);
+    let picks = [0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2];
+    for (k, &pick) in picks.iter().enumerate() {
+        assert_eq!(
+            g.get([k as isize - 4]),
+            Some(values[pick]),
+            "point {}",
+            k as isize - 4
+        );
+    }
+}
+
+#[test]
+fn user_managed_faces_keep_what_the_user_wrote() {
+    let mut g = Grid1::<f64>::from_slice([3], 2, &[1.0, 2.0, 3.0]).unwrap();
+    g.set_face_boundary(0, Side::High, Boundary::UserManaged)
+        .unwrap();
+    g.set([3], 8.5).unwrap();
+    g.set([-1], 8.5).unwrap();
+    g.update_halo();
+    assert_eq!(g.get([3]), Some(8.5));
+    assert_eq!(g.get([-1]), Some(0.0));
+}
+
+#[test]
+fn stale_halo_is_refreshed_by_update_halo() {
+    let mut random = Random::new(9);
+    let mut g = Grid4::<f64>::from_fn([2, 3, 2, 4], 1, |_| random.value()).unwrap();
+    g.set_boundary(Boundary::Periodic);
+    g[[0, 0, 0, 0]] = 42.0;
+    assert!(g.halo_is_stale());
+    assert_ne!(g.get([2, 3, 2, 4]), Some(42.0));
+    g.update_halo();
+    assert!(!g.halo_is_stale());
+    assert_eq!(g.get([2, 3, 2, 4]), Some(42.0));
+    assert_eq!(g.get([-1, -1, -1, -1]), Some(g[[1, 2, 1, 3]]));
+}
