@@ -1,6 +1,6 @@
 //! stencil-core: the spine of the stencil workspace.
 //!
-//! - [`ir`]: the kernel IR, its [`KernelBuilder`], and the [`verify`]er (one definition of a
+//! - [`ir`]: the kernel IR, its [`KernelBuilder`], and the [`verify()`]er (one definition of a
 //!   valid kernel, used by the macro at expansion time and at run time alike);
 //! - [`analysis`]: footprint, radius, flops and bytes per point, stencil features;
 //! - [`interp`]: the reference interpreter, the oracle every backend is checked against;

@@ -2,7 +2,7 @@
 //!
 //! The builder records what it is told without judging it; [`KernelBuilder::finish`] runs the
 //! verifier, so a kernel that comes out of a builder is valid and the reasons a kernel is not
-//! are written once, in [`verify`](crate::verify).
+//! are written once, in [`verify()`](crate::verify::verify).
 
 use super::{
     BinaryOp, CmpOp, ElemType, Expr, ExprId, Field, FieldId, Kernel, LetId, LetVar, LogicOp,

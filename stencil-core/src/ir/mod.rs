@@ -7,7 +7,7 @@
 //! and refer to each other by typed indices ([`FieldId`], [`ParamId`], [`LetId`], [`ExprId`]),
 //! never by name.
 //!
-//! Invariants of a *verified* kernel (see [`verify`](crate::verify)):
+//! Invariants of a *verified* kernel (see [`verify()`](crate::verify::verify)):
 //! - every id is in range; an expression refers only to expressions with smaller ids (the arena
 //!   is in topological order, so a forward walk evaluates it);
 //! - a `let` is referenced only by statements after the one that defines it;
@@ -429,7 +429,7 @@ pub enum Stmt {
 /// A stencil kernel: the algorithm, with no schedule.
 ///
 /// Build one with [`KernelBuilder`]; a kernel obtained from the builder has passed
-/// [`verify`](crate::verify). The fields are public for reading by passes; a pass that
+/// [`verify()`](crate::verify::verify). The fields are public for reading by passes; a pass that
 /// produces a new kernel re-verifies it.
 #[derive(Clone, PartialEq, Debug)]
 pub struct Kernel {

@@ -1,0 +1,126 @@
+//! The checked kernel: the output of [`validate`](crate::validate), the input of
+//! [`lower`](crate::lower).
+//!
+//! Names are resolved to positions (fields and parameters in declaration order, `let`s in
+//! definition order, as [`KernelBuilder`](stencil_core::KernelBuilder) numbers them), indices
+//! to constant offsets. Every node keeps the source range the verifier's locations map back to.
+//! What validation could not make sense of is [`CheckedExprKind::Invalid`] (lowered as a
+//! constant so the rest of the kernel can still be verified).
+
+use stencil_core::{BinaryOp, CmpOp, ElemType, LogicOp, Role, UnaryOp};
+
+use crate::diagnostic::SpanRange;
+
+/// A kernel whose names and indices are resolved.
+pub(crate) struct CheckedKernel {
+    /// The kernel's name (the function's, without `r#`).
+    pub(crate) name: String,
+    /// Where the name is written.
+    pub(crate) name_range: SpanRange,
+    /// Where the body is written.
+    pub(crate) body_range: SpanRange,
+    /// Number of dimensions (of the first grid parameter).
+    pub(crate) n_dims: usize,
+    /// Where the dimension count is written.
+    pub(crate) dims_range: SpanRange,
+    /// The element type (of the first grid parameter).
+    pub(crate) elem: ElemType,
+    /// Index variable names, one per dimension.
+    pub(crate) index_names: Vec<String>,
+    /// Grid parameters in declaration order.
+    pub(crate) fields: Vec<FieldDecl>,
+    /// Scalar parameters in declaration order.
+    pub(crate) params: Vec<ParamDecl>,
+    /// The statements.
+    pub(crate) body: Vec<CheckedStmt>,
+    /// Whether something was replaced by a placeholder without an error of its own (the
+    /// verifier reports it), so errors that follow from the placeholder must be dropped.
+    pub(crate) degraded: bool,
+}
+
+/// A grid parameter.
+pub(crate) struct FieldDecl {
+    /// Its name.
+    pub(crate) name: String,
+    /// Input or output.
+    pub(crate) role: Role,
+    /// Its element type as declared.
+    pub(crate) elem: ElemType,
+    /// Where its name is written.
+    pub(crate) name_range: SpanRange,
+    /// Where its element type is written.
+    pub(crate) elem_range: SpanRange,
+}
+
+/// A scalar parameter.
+pub(crate) struct ParamDecl {
+    /// Its name.
+    pub(crate) name: String,
+    /// Its type as declared.
+    pub(crate) elem: ElemType,
+    /// Where its name is written.
+    pub(crate) name_range: SpanRange,
+    /// Where its type is written.
+    pub(crate) type_range: SpanRange,
+}
+
+/// A statement.
+pub(crate) enum CheckedStmt {
+    /// `let name = value;`
+    Let {
+        /// The temporary's name.
+        name: String,
+        /// Its value.
+        value: CheckedExpr,
+    },
+    /// `field[i, ...] = value;`
+    Store {
+        /// Position of the field among all fields.
+        field: usize,
+        /// Where the left-hand side is written.
+        lhs: SpanRange,
+        /// The value.
+        value: CheckedExpr,
+    },
+}
+
+/// An expression with its source range.
+pub(crate) struct CheckedExpr {
+    /// What it is.
+    pub(crate) kind: CheckedExprKind,
+    /// Where it is written.
+    pub(crate) range: SpanRange,
+}
+
+/// A resolved expression.
+pub(crate) enum CheckedExprKind {
+    /// A constant.
+    Const(f64),
+    /// Parameter number `.0`.
+    Param(usize),
+    /// A read of field number `field` (among all fields).
+    Read {
+        /// The field.
+        field: usize,
+        /// The offset, one entry per dimension.
+        offset: Vec<i64>,
+        /// Where each index is written.
+        index_ranges: Vec<SpanRange>,
+    },
+    /// The value of `let` number `.0`.
+    Let(usize),
+    /// A unary operation.
+    Unary(UnaryOp, Box<CheckedExpr>),
+    /// A binary operation.
+    Binary(BinaryOp, Box<CheckedExpr>, Box<CheckedExpr>),
+    /// A comparison.
+    Compare(CmpOp, Box<CheckedExpr>, Box<CheckedExpr>),
+    /// A boolean connective.
+    Logic(LogicOp, Box<CheckedExpr>, Box<CheckedExpr>),
+    /// Boolean negation.
+    Not(Box<CheckedExpr>),
+    /// `if cond { then } else { otherwise }`.
+    Select(Box<CheckedExpr>, Box<CheckedExpr>, Box<CheckedExpr>),
+    /// Something already reported (or reported by the verifier).
+    Invalid,
+}

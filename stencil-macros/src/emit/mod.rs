@@ -1,0 +1,276 @@
+//! Emission: the code a kernel expands to, and the stub emitted when it has errors.
+//!
+//! A valid kernel `k` becomes a typed function `k(...) -> Launch` with the kernel's own
+//! signature plus a module `k` holding `stencil()` (the IR, rebuilt through the builder by
+//! [`builder`], and the CPU point loop generated from the same IR by [`point_loop`]). A kernel
+//! with errors becomes the same public items with `unreachable!()` bodies, so the only errors
+//! the user sees are the kernel's own (thiserror's fallback).
+//!
+//! Generated code names only `::stencil::__private::...` paths, and everything the module
+//! holds is generated from the lowered IR, never from the syntax tree.
+
+mod builder;
+mod point_loop;
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{ToTokens, format_ident, quote};
+use stencil_core::{ElemType, Kernel};
+
+use crate::model::{self, ArgKind};
+
+/// The element type as a Rust type.
+fn elem_type(elem: ElemType) -> proc_macro2::Ident {
+    format_ident!("{}", elem.rust_name())
+}
+
+/// A float literal of type `elem` holding exactly `value` rounded to `elem` (the rounding the
+/// interpreter applies to constants), or the matching non-finite constant.
+fn float_literal(value: f64, elem: ElemType) -> TokenStream {
+    let ty = elem_type(elem);
+    let (text, negative, finite) = match elem {
+        ElemType::F64 => (
+            format!("{:?}f64", value.abs()),
+            value.is_sign_negative(),
+            value.is_finite(),
+        ),
+        ElemType::F32 => {
+            // Same rounding as `Element::from_f64` for f32.
+            #[allow(clippy::cast_possible_truncation)]
+            let rounded = value as f32;
+            (
+                format!("{:?}f32", rounded.abs()),
+                rounded.is_sign_negative(),
+                rounded.is_finite(),
+            )
+        }
+    };
+    if value.is_nan() {
+        return quote!(::core::primitive::#ty::NAN);
+    }
+    if !finite {
+        return if negative {
+            quote!(::core::primitive::#ty::NEG_INFINITY)
+        } else {
+            quote!(::core::primitive::#ty::INFINITY)
+        };
+    }
+    let literal: Literal = text
+        .parse()
+        .unwrap_or_else(|_| panic!("stencil!: bug in emit: `{text}` is not a float literal"));
+    if negative {
+        quote!(-#literal)
+    } else {
+        quote!(#literal)
+    }
+}
+
+/// An integer as tokens (a `-` and an unsuffixed literal for negative values).
+fn int_tokens(value: i64) -> TokenStream {
+    let literal = Literal::u64_unsuffixed(value.unsigned_abs());
+    if value < 0 {
+        quote!(-#literal)
+    } else {
+        quote!(#literal)
+    }
+}
+
+/// The visibility of items inside the generated module that should be visible exactly where
+/// the module is.
+fn inner_visibility(vis: &syn::Visibility) -> TokenStream {
+    match vis {
+        syn::Visibility::Public(_) => quote!(pub),
+        syn::Visibility::Inherited => quote!(pub(super)),
+        syn::Visibility::Restricted(restricted) => {
+            let path = &restricted.path;
+            let first = path.segments.first().map(|s| s.ident.to_string());
+            match first.as_deref() {
+                Some("crate") => quote!(pub(in #path)),
+                Some("self") if path.segments.len() == 1 => quote!(pub(super)),
+                Some("self") => {
+                    let rest = path.segments.iter().skip(1);
+                    quote!(pub(in super #(::#rest)*))
+                }
+                _ => quote!(pub(in super::#path)),
+            }
+        }
+    }
+}
+
+/// Lints the generated module may trip in a user crate; the user cannot change generated code.
+fn module_allows() -> TokenStream {
+    quote! {
+        #[allow(
+            dead_code,
+            non_snake_case,
+            unreachable_pub,
+            unused_results,
+            unused_qualifications,
+            clippy::all,
+            clippy::pedantic,
+            clippy::nursery,
+            clippy::restriction
+        )]
+    }
+}
+
+/// What the public items of a kernel look like: its name, signature, element type, dims.
+struct PublicItems<'m> {
+    model: &'m model::Kernel,
+    elem: ElemType,
+    n_dims: usize,
+}
+
+impl PublicItems<'_> {
+    /// Parameter types as emitted (grids normalised to `__private::Grid<T, N>`).
+    fn param_types(&self) -> Vec<TokenStream> {
+        let elem = elem_type(self.elem);
+        self.model
+            .args
+            .iter()
+            .map(|arg| match &arg.kind {
+                ArgKind::Field {
+                    output,
+                    elem: declared,
+                    dims,
+                } => {
+                    // As declared where that is a valid grid type, so call sites of a stub
+                    // type-check as the user meant them.
+                    let elem = declared.elem.map_or_else(|| elem.clone(), elem_type);
+                    let n = Literal::usize_unsuffixed(dims.0);
+                    let mutability = output.then(|| quote!(mut));
+                    quote!(&'g #mutability ::stencil::__private::Grid<#elem, #n>)
+                }
+                ArgKind::Scalar(spec) => match spec.elem {
+                    Some(e) => elem_type(e).into_token_stream(),
+                    None => arg.ty.to_token_stream(),
+                },
+                ArgKind::Invalid => arg.ty.to_token_stream(),
+            })
+            .collect()
+    }
+
+    /// The kernel function with `body`; parameters named as written, or `_` in a stub.
+    fn function(&self, body: &TokenStream, stub: bool) -> TokenStream {
+        let model = self.model;
+        let attrs = &model.attrs;
+        let has = |name: &str| attrs.iter().any(|a| a.path().is_ident(name));
+        let doc = (!has("doc")).then(|| {
+            let text = format!(
+                " Binds the `{}` stencil kernel to its grids and parameters; `.run()` runs it.",
+                model.name
+            );
+            quote!(#[doc = #text])
+        });
+        let must_use = (!has("must_use"))
+            .then(|| quote!(#[must_use = "a Launch does nothing until `.run()` is called"]));
+        let names = model.args.iter().map(|arg| {
+            if stub {
+                quote!(_)
+            } else {
+                arg.name.to_token_stream()
+            }
+        });
+        let types = self.param_types();
+        let vis = &model.vis;
+        let name = &model.name;
+        let elem = elem_type(self.elem);
+        let n_dims = Literal::usize_unsuffixed(self.n_dims);
+        // Kernels are maths: many grids and coefficients, names like `A` or `Ux`.
+        quote! {
+            #(#attrs)*
+            #doc
+            #must_use
+            #[allow(non_snake_case, clippy::too_many_arguments)]
+            #vis fn #name<'g>(#(#names: #types),*) -> ::stencil::__private::Launch<'g, #elem, #n_dims> {
+                #body
+            }
+        }
+    }
+
+    /// The module named after the kernel, holding `stencil()` (with `stencil_body`) and `rest`.
+    fn module(&self, stencil_body: &TokenStream, rest: &TokenStream) -> TokenStream {
+        let model = self.model;
+        let cfgs = model.attrs.iter().filter(|a| a.path().is_ident("cfg"));
+        let module_doc = format!(
+            " The compiled form of the `{}` kernel: its IR and generated CPU point loop.",
+            model.name
+        );
+        let allows = module_allows();
+        let vis = &model.vis;
+        let inner_vis = inner_visibility(vis);
+        let name = &model.name;
+        let elem = elem_type(self.elem);
+        quote! {
+            #[doc = #module_doc]
+            #(#cfgs)*
+            #allows
+            #vis mod #name {
+                /// The kernel (IR plus CPU specialisation), for `stencil::verify` and explicit backends.
+                #inner_vis fn stencil() -> &'static ::stencil::__private::Stencil<#elem> {
+                    #stencil_body
+                }
+                #rest
+            }
+        }
+    }
+}
+
+/// The expansion of a valid kernel: `kernel` is its lowered, verified IR.
+pub(crate) fn kernel(model: &model::Kernel, kernel: &Kernel) -> TokenStream {
+    let items = PublicItems {
+        model,
+        elem: kernel.elem(),
+        n_dims: kernel.n_dims,
+    };
+    let of_role = |output: bool| {
+        model
+            .args
+            .iter()
+            .filter(move |a| matches!(a.kind, ArgKind::Field { output: o, .. } if o == output))
+            .map(|a| &a.name)
+    };
+    let (inputs, outputs) = (of_role(false), of_role(true));
+    let params = model
+        .args
+        .iter()
+        .filter(|a| matches!(a.kind, ArgKind::Scalar(_)))
+        .map(|a| &a.name);
+    let name = &model.name;
+    let call = quote! {
+        ::stencil::__private::Launch::from_macro(
+            #name::stencil(),
+            ::std::vec![#(#inputs),*],
+            ::std::vec![#(#outputs),*],
+            ::std::vec![#(#params),*],
+        )
+    };
+    let elem = elem_type(kernel.elem());
+    let build = builder::build_statements(kernel);
+    let stencil_body = quote! {
+        static STENCIL: ::stencil::__private::LazyLock<::stencil::__private::Stencil<#elem>> =
+            ::stencil::__private::LazyLock::new(|| {
+                #build
+            });
+        &STENCIL
+    };
+    let rows = point_loop::row_functions(kernel);
+    let mut out = items.function(&call, false);
+    out.extend(items.module(&stencil_body, &rows));
+    out
+}
+
+/// The fallback for a kernel with errors: the same public items, bodies `unreachable!()`.
+pub(crate) fn stub(model: &model::Kernel, elem: ElemType, n_dims: usize) -> TokenStream {
+    let items = PublicItems {
+        model,
+        elem,
+        n_dims,
+    };
+    let unreachable = quote!(::core::unreachable!());
+    let mut out = items.function(&unreachable, true);
+    out.extend(items.module(&unreachable, &TokenStream::new()));
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,351 @@
+//! Emission: expansions parse as Rust, the printed builder calls rebuild the lowered kernel,
+//! the printed point loop computes what core's interpreter computes, stubs keep signatures.
+
+mod point_eval;
+mod replay;
+
+use proc_macro2::TokenStream;
+use stencil_core::view::{FieldView, Geometry};
+use stencil_core::{ElemType, Kernel, interp};
+
+use super::{builder, float_literal, inner_visibility, point_loop};
+use crate::expand::expand;
+use crate::testing::lowered;
+
+/// Kernels covering every language feature, each valid.
+const KERNELS: &[&str] = &[
+    "pub fn heat(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
+                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
+    }",
+    "fn features(a: &Grid2<f64>, b: &Grid2<f64>, out: &mut Grid2<f64>, s: f64, unused: f64) {
+        let d = -(a[i, j + 2] - 1.5) / s;
+        let never_read = b[i - 3, j];
+        let m = if d < 0 && !(d >= s) || d == 2 { sqrt(abs(d)) } else { max(d, pow(s, 3)) };
+        out[i, j] = select(m != d, exp(min(m, 1)), floor(d) + ceil(b[i, j]) * ln(1 + abs(m)));
+    }",
+    "pub(crate) fn trig(x: &Grid1<f64>, y: &Grid1<f64>, p: &mut Grid1<f64>, q: &mut Grid1<f64>) {
+        let t = sin(x[i - 8]) + cos(y[i + 8]) - tan(x[i]) * tanh(y[i]);
+        q[i] = t;
+        p[i] = if t <= 0.25 || t > 0.75 { t } else { -t };
+        }",
+    "fn functions(u: &Grid1<f64>, v: &Grid1<f64>, out: &mut Grid1<f64>, s: f64) {
+        let a = abs(u[i]) + 0.5;
+        out[i] = min(u[i], v[i]) + max(u[i], v[i]) * 3 + pow(a, v[i]) + sqrt(a) - exp(v[i]) / ln(a + 1)
+            + sin(u[i]) * cos(v[i]) - tan(u[i]) + tanh(v[i]) + floor(u[i] * 4) + ceil(v[i] * 4)
+            + abs(v[i]) * s - -u[i + 1] / (u[i - 1] - 2);
+    }",
+    "fn four(u: &Grid<f64, 4>, out: &mut Grid4<f64>) {
+        out[i, j, k, l] = u[i, j, k, l - 1] + u[i + 1, j, k, l] - 1e-300 * u[i, j - 2, k + 1, l];
+    }",
+];
+
+fn tokens(source: &str) -> TokenStream {
+    source.parse().unwrap()
+}
+
+#[test]
+fn every_expansion_parses_as_rust() {
+    for source in KERNELS {
+        let expansion = expand(tokens(source));
+        let text = expansion.to_string();
+        assert!(!text.contains("compile_error"), "{source}: {text}");
+        let file: syn::File = syn::parse2(expansion).expect("expansion parses");
+        assert_eq!(file.items.len(), 2, "a function and a module");
+    }
+}
+
+#[test]
+fn the_expansion_has_the_contracted_shape() {
+    let source = format!("/// One Jacobi sweep.\n{}", KERNELS[0]);
+    let file: syn::File = syn::parse2(expand(tokens(&source))).unwrap();
+    let (syn::Item::Fn(function), syn::Item::Mod(module)) = (&file.items[0], &file.items[1]) else {
+        panic!("a function then a module")
+    };
+    let signature = quote::quote!(#function).to_string();
+    for expected in [
+        "# [doc = \" One Jacobi sweep.\"]",
+        "# [must_use = \"a Launch does nothing until `.run()` is called\"]",
+        "pub fn heat < 'g > (u : & 'g :: stencil :: __private :: Grid < f64 , 3 > , out : & 'g mut :: stencil :: __private :: Grid < f64 , 3 > , c0 : f64 , c1 : f64) -> :: stencil :: __private :: Launch < 'g , f64 , 3 >",
+        "Launch :: from_macro (heat :: stencil () , :: std :: vec ! [u] , :: std :: vec ! [out] , :: std :: vec ! [c0 , c1] ,)",
+    ] {
+        assert!(
+            signature.contains(expected),
+            "missing `{expected}` in {signature}"
+        );
+    }
+    assert_eq!(module.ident, "heat");
+    assert!(matches!(module.vis, syn::Visibility::Public(_)));
+    let items = &module.content.as_ref().unwrap().1;
+    let names: Vec<String> = items
+        .iter()
+        .map(|item| match item {
+            syn::Item::Fn(f) => f.sig.ident.to_string(),
+            other => panic!("unexpected item {other:?}"),
+        })
+        .collect();
+    assert_eq!(names, ["stencil", "__rows", "__point_loop"]);
+    let module_text = quote::quote!(#module).to_string();
+    assert!(
+        module_text.contains("args . input (0 , [- 1 , 0 , 0 , 0])"),
+        "{module_text}"
+    );
+    assert!(
+        module_text.contains("# [doc ="),
+        "the module and `stencil()` are documented"
+    );
+}
+
+#[test]
+fn a_kernel_without_docs_gets_generated_ones() {
+    let text = expand(tokens(
+        "fn k(u: &Grid1<f64>, out: &mut Grid1<f64>) { out[i] = u[i]; }",
+    ))
+    .to_string();
+    assert!(text.contains("Binds the `k` stencil kernel"), "{text}");
+    // A private kernel's module items are visible to the module's parent only.
+    assert!(text.contains("pub (super) fn stencil ()"), "{text}");
+    let text = expand(tokens(
+        "#[must_use] fn k(u: &Grid1<f64>, out: &mut Grid1<f64>) { out[i] = u[i]; }",
+    ))
+    .to_string();
+    assert_eq!(text.matches("must_use").count(), 1, "{text}");
+}
+
+#[test]
+fn module_items_are_visible_exactly_where_the_module_is() {
+    let cases = [
+        ("pub", "pub"),
+        ("", "pub (super)"),
+        ("pub(crate)", "pub (in crate)"),
+        ("pub(self)", "pub (super)"),
+        ("pub(super)", "pub (in super :: super)"),
+        ("pub(in crate::a)", "pub (in crate :: a)"),
+        ("pub(in self::a)", "pub (in super :: a)"),
+    ];
+    for (vis, expected) in cases {
+        let vis: syn::Visibility = syn::parse_str(vis).unwrap();
+        assert_eq!(inner_visibility(&vis).to_string(), expected);
+    }
+}
+
+#[test]
+fn printed_builder_calls_rebuild_the_kernel_exactly() {
+    for source in KERNELS {
+        let kernel = lowered(source);
+        let rebuilt = replay::replay(builder::build_statements(&kernel));
+        assert_eq!(rebuilt, kernel, "{source}");
+    }
+    // Kernels built by hand with unusual arenas (shared nodes, negative constants) too.
+    let mut b = stencil_core::KernelBuilder::new("shared", 1, ElemType::F32);
+    let u = b.input("u");
+    let out = b.output("out");
+    let read = b.read(u, &[-1]);
+    let minus = b.constant(-0.1);
+    let twice = b.add(read, read);
+    let value = b.mul(twice, minus);
+    b.store(out, value);
+    let kernel = b.finish().unwrap();
+    assert_eq!(replay::replay(builder::build_statements(&kernel)), kernel);
+}
+
+#[test]
+fn replay_order_keeps_arena_and_statement_order() {
+    use builder::Step;
+    let kernel = lowered(KERNELS[2]);
+    let steps = builder::replay_order(&kernel);
+    let exprs: Vec<usize> = steps
+        .iter()
+        .filter_map(|s| {
+            if let Step::Expr(e) = s {
+                Some(*e)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let stmts: Vec<usize> = steps
+        .iter()
+        .filter_map(|s| {
+            if let Step::Stmt(s) = s {
+                Some(*s)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(exprs, (0..kernel.exprs.len()).collect::<Vec<_>>());
+    assert_eq!(stmts, (0..kernel.body.len()).collect::<Vec<_>>());
+}
+
+/// A small deterministic generator (xorshift), values in [-1, 1).
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+}
+
+/// Compares the printed point loop with core's interpreter at several points of random grids.
+fn check_point_loop(kernel: &Kernel, random: &mut Random) {
+    let n_dims = kernel.n_dims;
+    let shape = vec![3; n_dims];
+    let geom = Geometry::new(&shape, 8, 8).unwrap();
+    let grids: Vec<Vec<f64>> = kernel
+        .inputs()
+        .map(|_| (0..geom.len).map(|_| random.next()).collect())
+        .collect();
+    let views: Vec<FieldView<'_, f64>> =
+        grids.iter().map(|data| FieldView { geom, data }).collect();
+    let rows = point_loop::row_functions(kernel);
+    for (round, point) in (0..24).map(|r| (r, vec![r % 3; n_dims])) {
+        let params: Vec<f64> = kernel.params.iter().map(|_| random.next() * 4.0).collect();
+        let point: Vec<isize> = point;
+        let expected = interp::eval_point(kernel, &views, &params, &point);
+        let read = |input: usize, offset: [isize; 4]| {
+            let at: Vec<isize> = point.iter().zip(offset).map(|(p, o)| p + o).collect();
+            views[input].get(&at)
+        };
+        let computed = point_eval::evaluate(rows.clone(), read, &params);
+        assert_eq!(computed.len(), expected.len());
+        for (c, e) in computed.iter().zip(&expected) {
+            assert!(
+                c.to_bits() == e.to_bits() || (c.is_nan() && e.is_nan()),
+                "{c} != {e} in {} (round {round})",
+                kernel.name
+            );
+        }
+    }
+}
+
+#[test]
+fn the_printed_point_loop_computes_what_the_interpreter_computes() {
+    let mut random = Random(0x9e37_79b9_7f4a_7c15);
+    for source in KERNELS {
+        check_point_loop(&lowered(source), &mut random);
+    }
+}
+
+#[test]
+fn unread_nodes_and_unused_parameters_are_left_out_of_the_loop() {
+    let kernel = lowered(KERNELS[1]);
+    let plan = point_loop::LoopPlan::of(&kernel);
+    // `never_read` reads b[i - 3, j], which no store needs.
+    assert!(!plan.reads.iter().any(|(_, o)| o.get(0) == -3));
+    assert_eq!(plan.params, [0], "only `s` is used");
+    assert_eq!(plan.n_outputs, 1);
+}
+
+#[test]
+fn float_literals_round_trip_exactly() {
+    let mut random = Random(12345);
+    let mut values = vec![
+        0.1,
+        -0.0,
+        1.0,
+        1e-300,
+        -1.7976931348623157e308,
+        5e-324,
+        1.0 / 3.0,
+    ];
+    values.extend((0..200).map(|_| random.next() * 10f64.powi((random.next() * 300.0) as i32)));
+    for value in values {
+        let text = float_literal(value, ElemType::F64)
+            .to_string()
+            .replace(' ', "");
+        let parsed: f64 = text.trim_end_matches("f64").parse().unwrap();
+        assert_eq!(
+            parsed.to_bits(),
+            value.to_bits(),
+            "{value} printed as {text}"
+        );
+        if !(value as f32).is_finite() {
+            continue;
+        }
+        let text = float_literal(value, ElemType::F32)
+            .to_string()
+            .replace(' ', "");
+        let parsed: f32 = text.trim_end_matches("f32").parse().unwrap();
+        assert_eq!(
+            parsed.to_bits(),
+            (value as f32).to_bits(),
+            "{value} printed as {text}"
+        );
+    }
+    assert_eq!(
+        float_literal(1e300, ElemType::F32).to_string(),
+        ":: core :: primitive :: f32 :: INFINITY"
+    );
+}
+
+#[test]
+fn a_kernel_with_errors_becomes_errors_plus_a_stub() {
+    let expansion = expand(tokens(
+        "/// Docs.\npub fn bad(u: &Grid2<f64>, out: &mut Grid2<f64>, c: f64) { out[i, j] = u[i + c, j]; }
+         fn good(u: &Grid1<f32>, out: &mut Grid1<f32>) { out[i] = u[i]; }",
+    ));
+    let text = expansion.to_string();
+    assert_eq!(text.matches("compile_error").count(), 1, "{text}");
+    let file: syn::File = syn::parse2(expansion).unwrap();
+    let functions: Vec<String> = file
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Fn(f) => Some(quote::quote!(#f).to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(functions.len(), 2, "the stub and the good kernel");
+    let stub = &functions[0];
+    assert!(
+        stub.contains("pub fn bad < 'g > (_ : & 'g :: stencil :: __private :: Grid < f64 , 2 > , _ : & 'g mut :: stencil :: __private :: Grid < f64 , 2 > , _ : f64) -> :: stencil :: __private :: Launch < 'g , f64 , 2 > { :: core :: unreachable ! () }"),
+        "{stub}"
+    );
+    assert!(stub.contains("Docs."));
+    assert!(
+        functions[1].contains("from_macro"),
+        "the good kernel expands normally"
+    );
+}
+
+#[test]
+fn an_unparsable_invocation_is_one_error() {
+    let text = expand(tokens("struct S;")).to_string();
+    assert_eq!(text.matches("compile_error").count(), 1, "{text}");
+}
+
+#[test]
+fn several_kernels_expand_side_by_side() {
+    let source = format!("{}\n{}", KERNELS[0], KERNELS[4]);
+    let file: syn::File = syn::parse2(expand(tokens(&source))).unwrap();
+    let names: Vec<String> = file
+        .items
+        .iter()
+        .map(|item| match item {
+            syn::Item::Fn(f) => format!("fn {}", f.sig.ident),
+            syn::Item::Mod(m) => format!("mod {}", m.ident),
+            other => panic!("unexpected item {other:?}"),
+        })
+        .collect();
+    assert_eq!(names, ["fn heat", "mod heat", "fn four", "mod four"]);
+}
+
+#[test]
+fn a_stub_keeps_the_declared_grid_types() {
+    // `out` is f32 in an f64 kernel: an error, but call sites passing an f32 grid still
+    // type-check against the stub, so the user sees only the kernel's error.
+    let text = expand(tokens(
+        "fn k(u: &Grid1<f64>, out: &mut Grid1<f32>, n: i32) { out[i] = u[i]; }",
+    ))
+    .to_string();
+    assert_eq!(text.matches("compile_error").count(), 2, "{text}");
+    assert!(
+        text.contains("_ : & 'g mut :: stencil :: __private :: Grid < f32 , 1 > , _ : i32) -> :: stencil :: __private :: Launch < 'g , f64 , 1 >"),
+        "{text}"
+    );
+}

@@ -1,0 +1,36 @@
+//! The pipeline: parse -> model -> validate -> lower (and verify) -> emit, per kernel.
+//!
+//! Each kernel of an invocation expands on its own: a kernel with errors becomes its
+//! `compile_error!`s plus a stub of its public items, and the other kernels expand normally,
+//! so one mistake produces one error.
+
+use proc_macro2::TokenStream;
+
+use crate::diagnostic::Diagnostics;
+use crate::{emit, lower, model, parse, validate};
+
+/// Expands the input of `stencil! { ... }`.
+pub(crate) fn expand(input: TokenStream) -> TokenStream {
+    match parse::parse_kernels(input) {
+        Ok(items) => items.into_iter().map(expand_kernel).collect(),
+        Err(error) => error.to_compile_error(),
+    }
+}
+
+fn expand_kernel(item: parse::KernelItem) -> TokenStream {
+    let mut diagnostics = Diagnostics::default();
+    let model = model::build(item, &mut diagnostics);
+    let checked = validate::check(&model, &mut diagnostics);
+    match lower::lower(&checked, &mut diagnostics) {
+        Some(kernel) if diagnostics.is_empty() => emit::kernel(&model, &kernel),
+        _ => {
+            if diagnostics.is_empty() {
+                // A placeholder without an error of its own would be a bug; never fail silently.
+                diagnostics.error_at(&model.name, "stencil!: this kernel is invalid");
+            }
+            let mut out = diagnostics.to_compile_errors();
+            out.extend(emit::stub(&model, checked.elem, checked.n_dims));
+            out
+        }
+    }
+}

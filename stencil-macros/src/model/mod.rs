@@ -1,0 +1,223 @@
+//! The kernel model: what the user wrote, in the kernel language's own terms, with spans.
+//!
+//! Built from `syn` syntax by [`build`]; Rust syntax the kernel language lacks (loops, method
+//! calls, casts, ...) is reported here and replaced by [`ExprKind::Invalid`] or dropped, so
+//! later stages see only kernel-language constructs. Names are not resolved yet (that is
+//! [`validate`](crate::validate)'s job), so the model may refer to unknown names.
+
+mod body;
+mod signature;
+
+use proc_macro2::{Ident, Span};
+use stencil_core::{BinaryOp, CmpOp, ElemType, LogicOp};
+
+use crate::diagnostic::{Diagnostics, SpanRange};
+use crate::parse::KernelItem;
+
+/// One kernel of the invocation.
+pub(crate) struct Kernel {
+    /// Outer attributes as written (doc comments included).
+    pub(crate) attrs: Vec<syn::Attribute>,
+    /// Visibility as written.
+    pub(crate) vis: syn::Visibility,
+    /// The function's name.
+    pub(crate) name: Ident,
+    /// The parameters, in declaration order.
+    pub(crate) args: Vec<Arg>,
+    /// The statements that survived model building, in order.
+    pub(crate) body: Vec<Stmt>,
+    /// Span of the body's braces.
+    pub(crate) body_span: Span,
+}
+
+/// One parameter of the kernel function.
+pub(crate) struct Arg {
+    /// The parameter's name.
+    pub(crate) name: Ident,
+    /// What it is.
+    pub(crate) kind: ArgKind,
+    /// The type as written (for the fallback stub when the type is not understood).
+    pub(crate) ty: syn::Type,
+}
+
+/// What a parameter is, as far as its type says.
+pub(crate) enum ArgKind {
+    /// A grid: `&GridN<T>` (input) or `&mut GridN<T>` (output).
+    Field {
+        /// Whether it is `&mut` (an output).
+        output: bool,
+        /// The grid's element type.
+        elem: ElemSpec,
+        /// The grid's dimension count and where it is written.
+        dims: (usize, SpanRange),
+    },
+    /// A scalar: its type (`None` when it is not `f32`/`f64`) and where it is written.
+    Scalar(ElemSpec),
+    /// Something that is neither (already reported).
+    Invalid,
+}
+
+/// An element type as written: `None` when it is not `f32` or `f64`.
+#[derive(Clone, Copy)]
+pub(crate) struct ElemSpec {
+    /// The type, when it is one the kernel language knows.
+    pub(crate) elem: Option<ElemType>,
+    /// Where it is written.
+    pub(crate) range: SpanRange,
+}
+
+/// One statement of the body.
+pub(crate) enum Stmt {
+    /// `let name = value;`
+    Let {
+        /// The temporary's name.
+        name: Ident,
+        /// Its value.
+        value: Expr,
+    },
+    /// `target[indices] = value;`
+    Store {
+        /// The grid written.
+        target: Ident,
+        /// The indices.
+        indices: Vec<Index>,
+        /// The range of the brackets and their content.
+        bracket: SpanRange,
+        /// The range of the whole left-hand side.
+        lhs: SpanRange,
+        /// The value written.
+        value: Expr,
+    },
+}
+
+/// An expression with its source range.
+pub(crate) struct Expr {
+    /// What it is.
+    pub(crate) kind: ExprKind,
+    /// Where it is written.
+    pub(crate) range: SpanRange,
+}
+
+/// An expression of the kernel language.
+pub(crate) enum ExprKind {
+    /// A numeric literal.
+    Number(f64),
+    /// A bare name: a parameter or a `let` (or an error).
+    Name(Ident),
+    /// `base[indices]`: a grid read (or an error).
+    Access {
+        /// The indexed name.
+        base: Ident,
+        /// The indices.
+        indices: Vec<Index>,
+        /// The range of the brackets and their content.
+        bracket: SpanRange,
+    },
+    /// `-arg`
+    Neg(Box<Expr>),
+    /// `!arg`
+    Not(Box<Expr>),
+    /// A binary operator.
+    Binary {
+        /// The operator.
+        op: BinaryOperator,
+        /// Left operand.
+        lhs: Box<Expr>,
+        /// Right operand.
+        rhs: Box<Expr>,
+    },
+    /// `func(args)`
+    Call {
+        /// The function's name.
+        func: Ident,
+        /// The arguments.
+        args: Vec<Expr>,
+    },
+    /// `if cond { then } else { otherwise }`
+    If {
+        /// The condition.
+        cond: Box<Expr>,
+        /// Value when it holds.
+        then: Box<Expr>,
+        /// Value otherwise.
+        otherwise: Box<Expr>,
+    },
+    /// Syntax the kernel language lacks (already reported).
+    Invalid,
+}
+
+/// A binary operator of the kernel language.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum BinaryOperator {
+    /// `+ - * /`
+    Arithmetic(BinaryOp),
+    /// `< <= > >= == !=`
+    Compare(CmpOp),
+    /// `&& ||`
+    Logic(LogicOp),
+}
+
+/// One index of an access, such as `i`, `j + 1` or `k - 2`.
+pub(crate) struct Index {
+    /// What it is.
+    pub(crate) kind: IndexKind,
+    /// Where it is written.
+    pub(crate) range: SpanRange,
+}
+
+/// The forms an index can take.
+pub(crate) enum IndexKind {
+    /// `var`, `var + n` or `var - n` with an integer literal `n` (`offset` is `±n`).
+    Var {
+        /// The index variable.
+        var: Ident,
+        /// The constant displacement.
+        offset: i64,
+    },
+    /// Anything else; `var` is the index variable when one is recognisable (`i + c`) and
+    /// `at` the part that is not an integer constant.
+    NonConstant {
+        /// The index variable, when the index has the shape `var ± something`.
+        var: Option<Ident>,
+        /// The offending part.
+        at: SpanRange,
+    },
+}
+
+/// Builds the model of one parsed kernel, reporting syntax the kernel language lacks.
+pub(crate) fn build(item: KernelItem, diagnostics: &mut Diagnostics) -> Kernel {
+    let args = signature::build_args(&item.sig, diagnostics);
+    let body = match &item.body {
+        Ok(statements) => body::build_body(statements, diagnostics),
+        Err(error) => {
+            diagnostics.syn_error(error);
+            Vec::new()
+        }
+    };
+    Kernel {
+        attrs: item.attrs,
+        vis: item.vis,
+        name: item.sig.ident,
+        args,
+        body,
+        body_span: item.body_span,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Building models from source text in tests.
+
+    use super::{Kernel, build};
+    use crate::diagnostic::Diagnostics;
+    use crate::parse::parse_kernels;
+
+    /// The model of the single kernel in `source`, and the diagnostics of building it.
+    pub(crate) fn model_of(source: &str) -> (Kernel, Diagnostics) {
+        let mut items = parse_kernels(source.parse().unwrap()).unwrap();
+        assert_eq!(items.len(), 1, "one kernel expected");
+        let mut diagnostics = Diagnostics::default();
+        let kernel = build(items.remove(0), &mut diagnostics);
+        (kernel, diagnostics)
+    }
+}

@@ -1,0 +1,282 @@
+//! Validation of expressions and indices: name resolution, function calls, index variables.
+
+use proc_macro2::Ident;
+use stencil_core::{BinaryOp, UnaryOp};
+use syn::ext::IdentExt;
+
+use super::{Binding, Context, default_names};
+use crate::checked::{CheckedExpr, CheckedExprKind};
+use crate::diagnostic::SpanRange;
+use crate::model::{self, BinaryOperator, ExprKind, IndexKind};
+
+impl Context<'_> {
+    /// Resolves `expr`, reporting unknown names, bad indices and bad calls.
+    pub(super) fn check_expr(&mut self, expr: &model::Expr) -> CheckedExpr {
+        use CheckedExprKind as K;
+        let kind = match &expr.kind {
+            ExprKind::Number(value) => K::Const(*value),
+            ExprKind::Name(ident) => self.value_of(ident),
+            ExprKind::Access {
+                base,
+                indices,
+                bracket,
+            } => self.read(base, indices, *bracket),
+            ExprKind::Neg(arg) => K::Unary(UnaryOp::Neg, Box::new(self.check_expr(arg))),
+            ExprKind::Not(arg) => K::Not(Box::new(self.check_expr(arg))),
+            ExprKind::Binary { op, lhs, rhs } => {
+                let lhs = Box::new(self.check_expr(lhs));
+                let rhs = Box::new(self.check_expr(rhs));
+                match *op {
+                    BinaryOperator::Arithmetic(op) => K::Binary(op, lhs, rhs),
+                    BinaryOperator::Compare(op) => K::Compare(op, lhs, rhs),
+                    BinaryOperator::Logic(op) => K::Logic(op, lhs, rhs),
+                }
+            }
+            ExprKind::Call { func, args } => self.call(func, args, expr.range),
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => K::Select(
+                Box::new(self.check_expr(cond)),
+                Box::new(self.check_expr(then)),
+                Box::new(self.check_expr(otherwise)),
+            ),
+            ExprKind::Invalid => K::Invalid,
+        };
+        CheckedExpr {
+            kind,
+            range: expr.range,
+        }
+    }
+
+    fn value_of(&mut self, ident: &Ident) -> CheckedExprKind {
+        let name = ident.unraw().to_string();
+        match self.scope.get(&name).copied() {
+            Some(Binding::Param(param)) => return CheckedExprKind::Param(param),
+            Some(Binding::Let(var)) => return CheckedExprKind::Let(var),
+            Some(Binding::Invalid) => {
+                self.degraded = true;
+                return CheckedExprKind::Invalid;
+            }
+            Some(Binding::Field(_)) => {
+                let point = self.point_of(&name);
+                self.diagnostics.error_at(
+                    ident,
+                    format!("`{name}` is a grid: read it at a point, as in `{point}`"),
+                );
+            }
+            None if self.is_index_name(&name) => self.diagnostics.error_at(
+                ident,
+                format!("`{name}` is an index variable, not a value: it can only index a grid"),
+            ),
+            None => self
+                .diagnostics
+                .error_at(ident, format!("unknown name `{name}`")),
+        }
+        CheckedExprKind::Invalid
+    }
+
+    fn is_index_name(&self, name: &str) -> bool {
+        self.index_names
+            .clone()
+            .unwrap_or_else(|| default_names(self.n_dims))
+            .iter()
+            .any(|n| n == name)
+    }
+
+    fn read(
+        &mut self,
+        base: &Ident,
+        indices: &[model::Index],
+        bracket: SpanRange,
+    ) -> CheckedExprKind {
+        let name = base.unraw().to_string();
+        let what = match self.scope.get(&name).copied() {
+            Some(Binding::Field(field)) => {
+                return match self.check_indices(&name, indices, bracket) {
+                    Some(offset) => CheckedExprKind::Read {
+                        field,
+                        offset,
+                        index_ranges: indices.iter().map(|i| i.range).collect(),
+                    },
+                    None => CheckedExprKind::Invalid,
+                };
+            }
+            Some(Binding::Invalid) => {
+                self.degraded = true;
+                return CheckedExprKind::Invalid;
+            }
+            Some(Binding::Param(_)) => "a parameter",
+            Some(Binding::Let(_)) => "a temporary",
+            None => {
+                self.diagnostics
+                    .error_at(base, format!("unknown grid `{name}`"));
+                return CheckedExprKind::Invalid;
+            }
+        };
+        self.diagnostics.error(
+            bracket,
+            format!("`{name}` is {what}, not a grid: use it without indices"),
+        );
+        CheckedExprKind::Invalid
+    }
+
+    /// The offsets of an access to grid `name`, or `None` (after reporting) when the indices
+    /// are not this kernel's index variables, in order, each plus or minus an integer constant.
+    pub(super) fn check_indices(
+        &mut self,
+        name: &str,
+        indices: &[model::Index],
+        bracket: SpanRange,
+    ) -> Option<Vec<i64>> {
+        let var_names: Option<Vec<String>> = indices
+            .iter()
+            .map(|index| match &index.kind {
+                IndexKind::Var { var, .. } => Some(var.unraw().to_string()),
+                IndexKind::NonConstant { .. } => None,
+            })
+            .collect();
+        if !self.dims_supported() {
+            // The verifier reports the dimension count; checking indices would only add noise.
+            self.degraded = true;
+            return None;
+        }
+        if indices.len() != self.n_dims {
+            let point = self.point_of(name);
+            self.diagnostics.error(
+                bracket,
+                format!(
+                    "wrong number of indices: `{name}` is {}-dimensional, as in `{point}`",
+                    self.n_dims
+                ),
+            );
+            return None;
+        }
+        let expected = self
+            .index_names
+            .clone()
+            .unwrap_or_else(|| default_names(self.n_dims));
+        if let (Some(names), Some(vars)) = (&self.index_names, &var_names)
+            && vars != names
+            && is_permutation(vars, names)
+        {
+            self.diagnostics.error(
+                bracket,
+                format!(
+                    "index variables must appear in the order `{}`",
+                    names.join(", ")
+                ),
+            );
+            return None;
+        }
+        let mut offsets = Vec::with_capacity(indices.len());
+        let mut valid = true;
+        for (dim, index) in indices.iter().enumerate() {
+            match &index.kind {
+                IndexKind::Var { var, offset } => {
+                    let found = var.unraw().to_string();
+                    if self.index_names.is_some() && found != expected[dim] {
+                        self.diagnostics.error_at(
+                            var,
+                            format!(
+                                "expected index variable `{}`, found `{found}`",
+                                expected[dim]
+                            ),
+                        );
+                        valid = false;
+                    }
+                    offsets.push(*offset);
+                }
+                IndexKind::NonConstant { var: Some(var), at } => {
+                    let var = var.unraw();
+                    self.diagnostics.error(
+                        *at,
+                        format!(
+                            "offset must be an integer constant: write `{var} + 1` or `{var} - 1`"
+                        ),
+                    );
+                    valid = false;
+                }
+                IndexKind::NonConstant { var: None, at } => {
+                    let var = &expected[dim];
+                    self.diagnostics.error(
+                        *at,
+                        format!(
+                            "an index is `{var}` plus or minus an integer constant, as in `{var} + 1`"
+                        ),
+                    );
+                    valid = false;
+                }
+            }
+        }
+        valid.then_some(offsets)
+    }
+
+    fn call(&mut self, func: &Ident, args: &[model::Expr], range: SpanRange) -> CheckedExprKind {
+        use CheckedExprKind as K;
+        let name = func.unraw().to_string();
+        let mut args: Vec<Box<CheckedExpr>> =
+            args.iter().map(|a| Box::new(self.check_expr(a))).collect();
+        let arity = if UnaryOp::from_function_name(&name).is_some() {
+            1
+        } else if BinaryOp::from_function_name(&name).is_some() {
+            2
+        } else if name == "select" {
+            3
+        } else {
+            self.diagnostics.error_at(
+                func,
+                format!(
+                    "unknown function `{name}`: the kernel language has {}",
+                    function_list()
+                ),
+            );
+            return K::Invalid;
+        };
+        if args.len() != arity {
+            let plural = if arity == 1 { "" } else { "s" };
+            self.diagnostics.error(
+                range,
+                format!(
+                    "`{name}` takes {arity} argument{plural}, found {}",
+                    args.len()
+                ),
+            );
+            return K::Invalid;
+        }
+        let mut next = || args.remove(0);
+        if let Some(op) = UnaryOp::from_function_name(&name) {
+            K::Unary(op, next())
+        } else if let Some(op) = BinaryOp::from_function_name(&name) {
+            K::Binary(op, next(), next())
+        } else {
+            K::Select(next(), next(), next())
+        }
+    }
+}
+
+/// Whether `a` holds the same names as `b`, in any order.
+fn is_permutation(a: &[String], b: &[String]) -> bool {
+    let mut a = a.to_vec();
+    let mut b = b.to_vec();
+    a.sort();
+    b.sort();
+    a == b
+}
+
+/// `abs, sqrt, ..., min, max, pow and select`.
+fn function_list() -> String {
+    let mut names: Vec<&str> = UnaryOp::ALL
+        .iter()
+        .filter(|op| UnaryOp::from_function_name(op.name()).is_some())
+        .map(|op| op.name())
+        .collect();
+    names.extend(
+        BinaryOp::ALL
+            .iter()
+            .filter(|op| BinaryOp::from_function_name(op.name()).is_some())
+            .map(|op| op.name()),
+    );
+    format!("{} and select", names.join(", "))
+}

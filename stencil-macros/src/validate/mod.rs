@@ -1,0 +1,330 @@
+//! Validation: resolves names and indices, reporting what the IR cannot express.
+//!
+//! Owns the checks the verifier cannot make because the IR has no room for the mistake:
+//! unknown names and functions, index variables that are misnamed, reordered or offset by
+//! something other than an integer constant, wrong index counts, writes at an offset,
+//! parameter types that are not floats, grids whose dimension count differs from the
+//! kernel's. Everything the IR *can* express (writing an input, reading an output, radius,
+//! duplicate names, mixed element types, outputs written twice or never, an empty body) is
+//! left to the verifier, run by [`lower`](crate::lower), so a valid kernel is defined once.
+//!
+//! Every problem is reported; the result is always a [`CheckedKernel`], with placeholders
+//! where something could not be resolved.
+
+mod expr;
+
+use std::collections::HashMap;
+
+use stencil_core::{ElemType, MAX_DIMS, Role};
+use syn::ext::IdentExt;
+
+use crate::checked::{CheckedKernel, CheckedStmt, FieldDecl, ParamDecl};
+use crate::diagnostic::{Diagnostics, SpanRange};
+use crate::model::{self, ArgKind, IndexKind};
+
+/// What a name in the body refers to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Binding {
+    Field(usize),
+    Param(usize),
+    Let(usize),
+    /// A declaration that is itself wrong (already reported, or left to the verifier).
+    Invalid,
+}
+
+/// Kernel-wide facts the body checks need.
+struct Context<'d> {
+    n_dims: usize,
+    /// Index variable names from the first store, when it names them properly.
+    index_names: Option<Vec<String>>,
+    fields: Vec<FieldDecl>,
+    scope: HashMap<String, Binding>,
+    n_lets: usize,
+    degraded: bool,
+    diagnostics: &'d mut Diagnostics,
+}
+
+/// Checks `kernel`, reporting every problem, and resolves it.
+pub(crate) fn check(kernel: &model::Kernel, diagnostics: &mut Diagnostics) -> CheckedKernel {
+    let name_range = SpanRange::of(&kernel.name);
+    let first_field = kernel.args.iter().find_map(|a| match &a.kind {
+        ArgKind::Field { elem, dims, .. } => Some((a, elem, dims)),
+        _ => None,
+    });
+    let (n_dims, dims_range) = first_field.map_or((1, name_range), |(_, _, dims)| *dims);
+    let elem_from = kernel.args.iter().find_map(|a| match &a.kind {
+        ArgKind::Field { elem, .. } | ArgKind::Scalar(elem) => elem.elem.map(|e| (e, a)),
+        ArgKind::Invalid => None,
+    });
+    let elem = elem_from.map_or(ElemType::F64, |(e, _)| e);
+
+    let mut context = Context {
+        n_dims,
+        index_names: None,
+        fields: Vec::new(),
+        scope: HashMap::new(),
+        n_lets: 0,
+        degraded: false,
+        diagnostics,
+    };
+    let params = context.declare_args(kernel, elem, elem_from.is_some(), first_field.map(|f| f.0));
+    context.index_names = context.index_names_of_first_store(&kernel.body);
+    let index_names = context
+        .index_names
+        .clone()
+        .unwrap_or_else(|| default_names(n_dims));
+    let body = kernel
+        .body
+        .iter()
+        .map(|statement| context.check_stmt(statement))
+        .collect();
+    CheckedKernel {
+        name: kernel.name.unraw().to_string(),
+        name_range,
+        body_range: SpanRange::single(kernel.body_span),
+        n_dims,
+        dims_range,
+        elem,
+        index_names,
+        fields: context.fields,
+        params,
+        body,
+        degraded: context.degraded,
+    }
+}
+
+/// `i, j, k, l` (or `x4`, ... beyond), as the builder names indices by default.
+fn default_names(n_dims: usize) -> Vec<String> {
+    (0..n_dims)
+        .map(|d| {
+            ["i", "j", "k", "l"]
+                .get(d)
+                .map_or(format!("x{d}"), |s| (*s).to_string())
+        })
+        .collect()
+}
+
+impl Context<'_> {
+    /// Whether the dimension count is one the IR supports (otherwise the verifier reports it
+    /// and index checks would only add noise).
+    fn dims_supported(&self) -> bool {
+        (1..=MAX_DIMS).contains(&self.n_dims)
+    }
+
+    fn bind(&mut self, name: String, binding: Binding) {
+        let binding = if self.scope.contains_key(&name) {
+            // Two parameters with one name: the verifier reports it; uses resolve to nothing.
+            self.degraded = true;
+            Binding::Invalid
+        } else {
+            binding
+        };
+        self.scope.insert(name, binding);
+    }
+
+    fn declare_args(
+        &mut self,
+        kernel: &model::Kernel,
+        elem: ElemType,
+        elem_known: bool,
+        first_field: Option<&model::Arg>,
+    ) -> Vec<ParamDecl> {
+        let mut params = Vec::new();
+        for arg in &kernel.args {
+            let name = arg.name.unraw().to_string();
+            match &arg.kind {
+                ArgKind::Field {
+                    output,
+                    elem: spec,
+                    dims,
+                } => {
+                    let declared = spec.elem.unwrap_or_else(|| {
+                        self.diagnostics
+                            .error(spec.range, "a grid's element type must be `f32` or `f64`");
+                        elem
+                    });
+                    if dims.0 != self.n_dims && self.dims_supported() {
+                        let first = first_field.map_or_else(String::new, |f| f.name.to_string());
+                        self.diagnostics.error(
+                            dims.1,
+                            format!(
+                                "`{name}` is {}-dimensional but the kernel is {}-dimensional (like `{first}`)",
+                                dims.0, self.n_dims
+                            ),
+                        );
+                    }
+                    let index = self.fields.len();
+                    self.fields.push(FieldDecl {
+                        name: name.clone(),
+                        role: if *output { Role::Output } else { Role::Input },
+                        elem: declared,
+                        name_range: SpanRange::of(&arg.name),
+                        elem_range: spec.range,
+                    });
+                    self.bind(name, Binding::Field(index));
+                }
+                ArgKind::Scalar(spec) => {
+                    let declared = spec.elem.unwrap_or_else(|| {
+                        let message = if elem_known {
+                            format!(
+                                "a parameter's type must be `{elem}`, the kernel's element type"
+                            )
+                        } else {
+                            "a parameter's type must be `f32` or `f64`".to_string()
+                        };
+                        self.diagnostics.error(spec.range, message);
+                        elem
+                    });
+                    let index = params.len();
+                    params.push(ParamDecl {
+                        name: name.clone(),
+                        elem: declared,
+                        name_range: SpanRange::of(&arg.name),
+                        type_range: spec.range,
+                    });
+                    self.bind(name, Binding::Param(index));
+                }
+                ArgKind::Invalid => {
+                    self.degraded = true;
+                    self.bind(name, Binding::Invalid);
+                }
+            }
+        }
+        params
+    }
+
+    /// The index variables named by the first store, when it names `n_dims` distinct ones.
+    fn index_names_of_first_store(&mut self, body: &[model::Stmt]) -> Option<Vec<String>> {
+        let indices = body.iter().find_map(|s| match s {
+            model::Stmt::Store { indices, .. } => Some(indices),
+            model::Stmt::Let { .. } => None,
+        })?;
+        let mut names: Vec<String> = Vec::new();
+        for index in indices {
+            let IndexKind::Var { var, .. } = &index.kind else {
+                return None;
+            };
+            let name = var.unraw().to_string();
+            if names.contains(&name) {
+                self.diagnostics.error_at(
+                    var,
+                    format!("index variable `{name}` appears twice: each dimension needs its own"),
+                );
+                return None;
+            }
+            names.push(name);
+        }
+        (names.len() == self.n_dims).then_some(names)
+    }
+
+    fn check_stmt(&mut self, statement: &model::Stmt) -> CheckedStmt {
+        match statement {
+            model::Stmt::Let { name, value } => {
+                let value = self.check_expr(value);
+                let ident = name;
+                let name = name.unraw().to_string();
+                if self.index_names.as_ref().is_some_and(|n| n.contains(&name)) {
+                    self.diagnostics.error_at(
+                        ident,
+                        format!("`{name}` is an index variable: give this temporary another name"),
+                    );
+                }
+                let index = self.n_lets;
+                self.n_lets += 1;
+                // Shadowing is allowed, as in Rust.
+                self.scope.insert(name.clone(), Binding::Let(index));
+                CheckedStmt::Let { name, value }
+            }
+            model::Stmt::Store {
+                target,
+                indices,
+                bracket,
+                lhs,
+                value,
+            } => {
+                let value = self.check_expr(value);
+                let field = self.store_target(target, indices, *bracket);
+                match field {
+                    Some(field) => CheckedStmt::Store {
+                        field,
+                        lhs: *lhs,
+                        value,
+                    },
+                    // Lowered as a `let` nobody reads, so the value is still verified.
+                    None => CheckedStmt::Let {
+                        name: "_".to_string(),
+                        value,
+                    },
+                }
+            }
+        }
+    }
+
+    /// The field a store writes, after checking its indices are the index variables at
+    /// offset zero.
+    fn store_target(
+        &mut self,
+        target: &proc_macro2::Ident,
+        indices: &[model::Index],
+        bracket: SpanRange,
+    ) -> Option<usize> {
+        let name = target.unraw().to_string();
+        match self.scope.get(&name).copied() {
+            Some(Binding::Field(field)) => {
+                if let Some(offsets) = self.check_indices(&name, indices, bracket)
+                    && offsets.iter().any(|&o| o != 0)
+                {
+                    let point = self.point_of(&name);
+                    let at: Vec<SpanRange> = indices
+                        .iter()
+                        .zip(&offsets)
+                        .filter(|(_, o)| **o != 0)
+                        .map(|(index, _)| index.range)
+                        .collect();
+                    let first = at.first().copied().unwrap_or(bracket);
+                    let range = first.to(at.last().copied().unwrap_or(bracket));
+                    self.diagnostics.error(
+                        range,
+                        format!("outputs are written at offset zero: write `{point}`"),
+                    );
+                }
+                Some(field)
+            }
+            Some(Binding::Param(_)) => {
+                self.diagnostics.error_at(
+                    target,
+                    format!("`{name}` is a parameter: only output grids can be written"),
+                );
+                None
+            }
+            Some(Binding::Let(_)) => {
+                self.diagnostics.error_at(
+                    target,
+                    format!("`{name}` is a temporary: only output grids can be written"),
+                );
+                None
+            }
+            Some(Binding::Invalid) => {
+                self.degraded = true;
+                None
+            }
+            None => {
+                self.diagnostics
+                    .error_at(target, format!("unknown grid `{name}`"));
+                None
+            }
+        }
+    }
+
+    /// `name[i, j, k]` with this kernel's index variables.
+    fn point_of(&self, name: &str) -> String {
+        let names = self
+            .index_names
+            .clone()
+            .unwrap_or_else(|| default_names(self.n_dims));
+        format!("{name}[{}]", names.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests;

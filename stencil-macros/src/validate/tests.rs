@@ -1,0 +1,195 @@
+//! Validation errors: one per mistake, at the offending token, through the whole pipeline (so
+//! a test also fails if the verifier adds a cascade).
+
+use crate::testing::{one_error, pipeline};
+
+/// A 3-D kernel with one input `u`, one output `out` and a parameter `c`, around `body`.
+fn kernel_3d(body: &str) -> String {
+    format!("fn k(u: &Grid3<f64>, out: &mut Grid3<f64>, c: f64) {{ {body} }}")
+}
+
+fn error_in(body: &str) -> (String, String) {
+    one_error(&kernel_3d(body))
+}
+
+fn pair(message: &str, text: &str) -> (String, String) {
+    (message.to_string(), text.to_string())
+}
+
+#[test]
+fn non_constant_offsets_point_at_the_offending_part() {
+    assert_eq!(
+        error_in("out[i, j, k] = u[i + c, j, k];"),
+        pair(
+            "offset must be an integer constant: write `i + 1` or `i - 1`",
+            "c"
+        )
+    );
+    assert_eq!(
+        error_in("out[i, j, k] = u[i, j * 2, k];"),
+        pair(
+            "an index is `j` plus or minus an integer constant, as in `j + 1`",
+            "j * 2"
+        )
+    );
+    assert_eq!(
+        error_in("out[i, j, k] = u[i, j, k - 1.5];"),
+        pair(
+            "offset must be an integer constant: write `k + 1` or `k - 1`",
+            "1.5"
+        )
+    );
+}
+
+#[test]
+fn index_count_names_and_order_are_checked() {
+    assert_eq!(
+        error_in("out[i, j, k] = u[i, j];"),
+        pair(
+            "wrong number of indices: `u` is 3-dimensional, as in `u[i, j, k]`",
+            "[i, j]"
+        )
+    );
+    assert_eq!(
+        error_in("out[i, j, k] = u[i, y + 1, k];"),
+        pair("expected index variable `j`, found `y`", "y")
+    );
+    assert_eq!(
+        error_in("out[i, j, k] = u[j, i, k - 1];"),
+        pair(
+            "index variables must appear in the order `i, j, k`",
+            "[j, i, k - 1]"
+        )
+    );
+    // The first store names the index variables, whatever they are called.
+    let (kernel, errors) = pipeline(&kernel_3d("out[x, y, z] = u[x + 1, y, z - 2];"));
+    assert_eq!(errors, []);
+    assert_eq!(kernel.unwrap().index_names, ["x", "y", "z"]);
+    assert_eq!(
+        error_in("out[i, i, k] = u[i, j, k];"),
+        pair(
+            "index variable `i` appears twice: each dimension needs its own",
+            "i"
+        )
+    );
+}
+
+#[test]
+fn outputs_are_written_at_offset_zero() {
+    assert_eq!(
+        error_in("out[i, j + 1, k] = u[i, j, k];"),
+        pair(
+            "outputs are written at offset zero: write `out[i, j, k]`",
+            "j + 1"
+        )
+    );
+}
+
+#[test]
+fn unknown_names_are_reported_once_each() {
+    assert_eq!(
+        error_in("out[i, j, k] = u[i, j, k] * d;"),
+        pair("unknown name `d`", "d")
+    );
+    assert_eq!(
+        error_in("out[i, j, k] = v[i, j, k];"),
+        pair("unknown grid `v`", "v")
+    );
+    assert_eq!(
+        error_in("outt[i, j, k] = u[i, j, k];"),
+        pair("unknown grid `outt`", "outt")
+    );
+    let (message, text) = error_in("out[i, j, k] = cbrt(u[i, j, k]);");
+    assert!(message.starts_with("unknown function `cbrt`: the kernel language has abs, sqrt,"));
+    assert!(message.ends_with("min, max, pow and select"), "{message}");
+    assert_eq!(text, "cbrt");
+    // A `let` is in scope after its statement only.
+    assert_eq!(
+        error_in("out[i, j, k] = a; let a = 1.0;"),
+        pair("unknown name `a`", "a")
+    );
+}
+
+#[test]
+fn names_used_as_the_wrong_kind_of_thing() {
+    assert_eq!(
+        error_in("out[i, j, k] = u;"),
+        pair("`u` is a grid: read it at a point, as in `u[i, j, k]`", "u")
+    );
+    assert_eq!(
+        error_in("out[i, j, k] = c[i, j, k];"),
+        pair(
+            "`c` is a parameter, not a grid: use it without indices",
+            "[i, j, k]"
+        )
+    );
+    assert_eq!(
+        error_in("out[i, j, k] = u[i, j, k] * i;"),
+        pair(
+            "`i` is an index variable, not a value: it can only index a grid",
+            "i"
+        )
+    );
+    assert_eq!(
+        error_in("c[i, j, k] = 1.0; out[i, j, k] = c;"),
+        pair("`c` is a parameter: only output grids can be written", "c")
+    );
+    assert_eq!(
+        error_in("let j = 2.0; out[i, j, k] = j;"),
+        pair(
+            "`j` is an index variable: give this temporary another name",
+            "j"
+        )
+    );
+}
+
+#[test]
+fn function_arity_is_checked() {
+    assert_eq!(
+        error_in("out[i, j, k] = max(u[i, j, k]);"),
+        pair("`max` takes 2 arguments, found 1", "max(u[i, j, k])")
+    );
+    assert_eq!(
+        error_in("out[i, j, k] = sqrt(c, c);"),
+        pair("`sqrt` takes 1 argument, found 2", "sqrt(c, c)")
+    );
+}
+
+#[test]
+fn parameter_and_grid_types_are_checked() {
+    assert_eq!(
+        one_error("fn k(u: &Grid2<f64>, out: &mut Grid2<f64>, c: i32) { out[i, j] = u[i, j]; }"),
+        pair(
+            "a parameter's type must be `f64`, the kernel's element type",
+            "i32"
+        )
+    );
+    assert_eq!(
+        one_error("fn k(u: &Grid2<i64>, out: &mut Grid2<f64>) { out[i, j] = u[i, j]; }"),
+        pair("a grid's element type must be `f32` or `f64`", "i64")
+    );
+    assert_eq!(
+        one_error("fn k(u: &Grid2<f64>, out: &mut Grid3<f64>) { out[i, j] = u[i, j]; }"),
+        pair(
+            "`out` is 3-dimensional but the kernel is 2-dimensional (like `u`)",
+            "Grid3"
+        )
+    );
+    assert_eq!(
+        one_error("fn k(u: &Grid<f64, 2>, out: &mut Grid<f64, 1>) { out[i, j] = u[i, j]; }"),
+        pair(
+            "`out` is 1-dimensional but the kernel is 2-dimensional (like `u`)",
+            "1"
+        )
+    );
+}
+
+#[test]
+fn every_independent_mistake_is_reported() {
+    let (kernel, errors) = pipeline(&kernel_3d(
+        "let a = u[i, j, k] + q; out[i, j, k] = a * u[i + c, j, k] + cbrt(a);",
+    ));
+    assert!(kernel.is_none());
+    let texts: Vec<&str> = errors.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(texts, ["q", "c", "cbrt"]);
+}

@@ -1,0 +1,8 @@
+use stencil::prelude::*;
+
+stencil! {
+    pub fn smooth(u: &Grid3<f64>, out: &mut Grid3<f64>, c: f64) {
+    }
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use stencil::prelude::*;
+
+stencil! {
+    pub fn smooth(u: &Grid3<f64>, out: &mut Grid3<f64>, c: f64) {
+        for n in 0..3 {
+            out[i, j, k] = c * u[i, j, k];
+        }
+    }
+}
+
+fn main() {}

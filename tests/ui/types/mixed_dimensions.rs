@@ -1,0 +1,9 @@
+use stencil::prelude::*;
+
+stencil! {
+    pub fn smooth(u: &Grid3<f64>, out: &mut Grid2<f64>, c: f64) {
+        out[i, j, k] = c * u[i, j, k];
+    }
+}
+
+fn main() {}
