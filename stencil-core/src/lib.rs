@@ -32,8 +32,8 @@ pub use element::{ElemType, Element};
 pub use error::{Error, ErrorKind, Result};
 pub use grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use ir::{
-    BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp,
-    MAX_DIMS, MAX_RADIUS, Offset, Param, ParamId, Role, Stmt, UnaryOp,
+    BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp, MAX_DIMS,
+    MAX_RADIUS, Offset, Param, ParamId, Role, Stmt, UnaryOp,
 };
 pub use stencil::Stencil;
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};

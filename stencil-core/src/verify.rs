@@ -110,7 +110,9 @@ impl fmt::Display for VerifyErrorKind {
                 f,
                 "all fields and parameters of a kernel share one element type: expected `{expected}`, found `{found}`"
             ),
-            DanglingId => f.write_str("reference to an undeclared field, parameter, let or expression"),
+            DanglingId => {
+                f.write_str("reference to an undeclared field, parameter, let or expression")
+            }
             NotTopological => f.write_str("an expression refers to a later expression"),
             ReadOfOutput(n) => write!(f, "`{n}` is an output and cannot be read"),
             WriteToInput(n) => write!(f, "`{n}` is an input and cannot be written"),
@@ -182,7 +184,10 @@ impl Verifier<'_> {
     fn check_header(&mut self) {
         let k = self.kernel;
         if k.n_dims == 0 || k.n_dims > MAX_DIMS {
-            self.push(VerifyErrorKind::BadDimensionCount(k.n_dims), Location::Kernel);
+            self.push(
+                VerifyErrorKind::BadDimensionCount(k.n_dims),
+                Location::Kernel,
+            );
         }
         if k.index_names.len() != k.n_dims {
             self.push(VerifyErrorKind::BadIndexNames, Location::Kernel);

@@ -86,9 +86,7 @@ impl Geometry {
             alloc_shape[d] = if d == last {
                 row
             } else {
-                shape[d]
-                    .checked_add(2 * halo)
-                    .ok_or_else(overflow)?
+                shape[d].checked_add(2 * halo).ok_or_else(overflow)?
             };
         }
         let mut strides = [0; MAX_DIMS];
@@ -98,7 +96,10 @@ impl Geometry {
             stride = stride.checked_mul(alloc_shape[d]).ok_or_else(overflow)?;
         }
         let len = stride;
-        if len.checked_mul(elem_size).is_none_or(|b| b > isize::MAX as usize) {
+        if len
+            .checked_mul(elem_size)
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
             return Err(overflow());
         }
         let mut origin = lead;
@@ -250,7 +251,9 @@ mod tests {
             ErrorKind::InvalidShape
         );
         assert_eq!(
-            Geometry::new(&[usize::MAX / 2, 4], 1, 8).unwrap_err().kind(),
+            Geometry::new(&[usize::MAX / 2, 4], 1, 8)
+                .unwrap_err()
+                .kind(),
             ErrorKind::InvalidShape
         );
     }

@@ -1,1 +1,27 @@
-//! stencil-cpu (in progress).
+//! stencil-cpu: the CPU backend (DESIGN.md section 5, first stage: correct and parallel).
+//!
+//! [`CpuBackend`] owns a pinned rayon thread pool and implements [`stencil_core::Backend`] for
+//! `f32` and `f64`. A run cuts the interior into the tiles of a [`stencil_core::CpuSchedule`]
+//! (module `tiling`), spreads them over the pool (`backend`), and walks each tile row by row:
+//! a row is a run of points along the unit-stride dimension. Rows go either to the point loop
+//! `stencil!` generated ([`stencil_core::row::RowFn`], module `specialised`) or, for kernels
+//! built at run time and `force_generic` schedules, to a row-vectorised IR evaluator
+//! (`generic`). Both write interior points only, and nothing else.
+//!
+//! Assumes what [`stencil_core::Job::new`] checks: all grids share the interior shape, input
+//! halos cover the kernel's radius, and outputs share storage with nothing; checks itself that
+//! every output's layout is one [`stencil_core::Geometry::new`] produces. That is what makes
+//! the one `unsafe` idea of the crate sound: outputs are written by many threads at once
+//! through raw pointers (`output_rows`), each row slice handed out exactly once. Inputs are
+//! read through safe, bounds-checked slices.
+
+mod backend;
+mod generic;
+mod output_rows;
+mod pool;
+mod schedules;
+mod specialised;
+mod tiling;
+
+pub use pool::{CpuBackend, THREADS_ENV};
+pub use schedules::MIN_1D_CHUNK;

@@ -1,10 +1,10 @@
 //! The `stencil!` proc macro. Use it through the `stencil` crate (`stencil::stencil!`); this
 //! crate is an implementation detail whose generated code names `::stencil::__private` paths.
 //!
-//! This file is a thin shim over [`expand`]; the stages are separate modules on `proc_macro2`
-//! so each is unit-tested: [`parse`] (syn) -> [`model`] (the kernel as written, with spans) ->
-//! [`validate`] (names and indices; every diagnostic collected) -> [`lower`] (core IR through
-//! `KernelBuilder`, checked by core's verifier, errors mapped back to spans) -> [`emit`].
+//! This file is a thin shim over `expand`; the stages are separate modules on `proc_macro2`
+//! so each is unit-tested: `parse` (syn) -> `model` (the kernel as written, with spans) ->
+//! `validate` (names and indices; every diagnostic collected) -> `lower` (core IR through
+//! `KernelBuilder`, checked by core's verifier, errors mapped back to spans) -> `emit`.
 
 #![forbid(unsafe_code)]
 

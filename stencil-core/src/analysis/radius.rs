@@ -14,7 +14,12 @@ pub struct Radius {
 impl Radius {
     /// Largest distance in any dimension and direction (the halo width a kernel needs).
     pub fn max(&self) -> u32 {
-        self.low.iter().chain(&self.high).copied().max().unwrap_or(0)
+        self.low
+            .iter()
+            .chain(&self.high)
+            .copied()
+            .max()
+            .unwrap_or(0)
     }
 
     /// Largest distance in dimension `dim`, either direction.

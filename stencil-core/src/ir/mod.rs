@@ -122,7 +122,10 @@ impl Offset {
     /// # Panics
     /// If more than [`MAX_DIMS`] entries are given.
     pub fn from_slice(entries: &[i32]) -> Offset {
-        assert!(entries.len() <= MAX_DIMS, "offset with more than MAX_DIMS entries");
+        assert!(
+            entries.len() <= MAX_DIMS,
+            "offset with more than MAX_DIMS entries"
+        );
         let mut d = [0; MAX_DIMS];
         d[..entries.len()].copy_from_slice(entries);
         Offset(d)
@@ -384,7 +387,9 @@ impl Expr {
     /// The expressions this node refers to, in operand order.
     pub fn operands(&self) -> impl Iterator<Item = ExprId> + '_ {
         let (a, b, c) = match *self {
-            Expr::Const(_) | Expr::Param(_) | Expr::Read { .. } | Expr::Let(_) => (None, None, None),
+            Expr::Const(_) | Expr::Param(_) | Expr::Read { .. } | Expr::Let(_) => {
+                (None, None, None)
+            }
             Expr::Unary { arg, .. } | Expr::Not(arg) => (Some(arg), None, None),
             Expr::Binary { lhs, rhs, .. }
             | Expr::Compare { lhs, rhs, .. }

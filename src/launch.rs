@@ -1,0 +1,233 @@
+//! [`Launch`]: one kernel call, bound to its grids and parameters, validated and run.
+//!
+//! The macro-generated function of a kernel returns a fully bound `Launch`; kernels built at
+//! run time bind their arguments by name. `run` is where every run-time misuse becomes an
+//! [`Error`]: a missing or unknown argument, grids of different shapes, a halo narrower than the
+//! kernel reads, an input whose interior-dependent halo is stale, a grid passed as both input
+//! and output (impossible through the borrow checker, checked anyway). After a successful run
+//! every output's halo is filled according to its boundary conditions, so the output can be
+//! the next sweep's input.
+
+use stencil_core::grid::Grid;
+use stencil_core::{Backend, Element, Error, ErrorKind, Job, Result, Schedule, Stencil};
+use stencil_cpu::CpuBackend;
+
+/// One call of a kernel: the stencil, its grids and parameters, and optionally where and how
+/// to run it. Nothing happens until [`run`](Launch::run).
+#[must_use = "a Launch does nothing until `.run()` is called"]
+pub struct Launch<'g, T: Element, const D: usize> {
+    stencil: &'g Stencil<T>,
+    inputs: Vec<Option<&'g Grid<T, D>>>,
+    outputs: Vec<Option<&'g mut Grid<T, D>>>,
+    params: Vec<Option<T>>,
+    backend: Option<&'g dyn Backend<T>>,
+    schedule: Option<Schedule>,
+    error: Option<Error>,
+}
+
+impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
+    /// A call of `stencil` with no arguments bound yet; bind them with [`input`](Self::input),
+    /// [`output`](Self::output) and [`param`](Self::param).
+    pub fn new(stencil: &'g Stencil<T>) -> Self {
+        let kernel = stencil.kernel();
+        let mut launch = Launch {
+            stencil,
+            inputs: (0..kernel.inputs().count()).map(|_| None).collect(),
+            outputs: (0..kernel.outputs().count()).map(|_| None).collect(),
+            params: vec![None; kernel.params.len()],
+            backend: None,
+            schedule: None,
+            error: None,
+        };
+        if kernel.n_dims != D {
+            launch.error = Some(Error::new(
+                ErrorKind::DimensionMismatch,
+                format!(
+                    "kernel `{}` is {}-D but is launched on {D}-D grids",
+                    kernel.name, kernel.n_dims
+                ),
+            ));
+        }
+        launch
+    }
+
+    /// A fully bound call; used by the code `stencil!` generates (arguments in declaration
+    /// order of each kind).
+    #[doc(hidden)]
+    pub fn from_macro(
+        stencil: &'g Stencil<T>,
+        inputs: Vec<&'g Grid<T, D>>,
+        outputs: Vec<&'g mut Grid<T, D>>,
+        params: Vec<T>,
+    ) -> Self {
+        let mut launch = Launch::new(stencil);
+        launch.inputs = inputs.into_iter().map(Some).collect();
+        launch.outputs = outputs.into_iter().map(Some).collect();
+        launch.params = params.into_iter().map(Some).collect();
+        launch
+    }
+
+    /// Binds input field `name` to `grid`.
+    pub fn input(mut self, name: &str, grid: &'g Grid<T, D>) -> Self {
+        match self.ordinal(name, stencil_core::Role::Input) {
+            Ok(i) => self.inputs[i] = Some(grid),
+            Err(e) => self.fail(e),
+        }
+        self
+    }
+
+    /// Binds output field `name` to `grid`.
+    pub fn output(mut self, name: &str, grid: &'g mut Grid<T, D>) -> Self {
+        match self.ordinal(name, stencil_core::Role::Output) {
+            Ok(i) => self.outputs[i] = Some(grid),
+            Err(e) => self.fail(e),
+        }
+        self
+    }
+
+    /// Binds scalar parameter `name` to `value`.
+    pub fn param(mut self, name: &str, value: T) -> Self {
+        match self.stencil.kernel().param_by_name(name) {
+            Some(p) => self.params[p.index()] = Some(value),
+            None => {
+                let e = self.unknown(name, "parameter");
+                self.fail(e);
+            }
+        }
+        self
+    }
+
+    /// Runs on `backend` instead of the default (the global CPU backend).
+    pub fn on(mut self, backend: &'g dyn Backend<T>) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Runs under `schedule` instead of the backend's default.
+    pub fn schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = Some(schedule);
+        self
+    }
+
+    /// Validates the call and runs it; then fills every output's halo per its boundaries.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BadArgument`]: an argument is unknown, of the wrong role, or unbound.
+    /// - [`ErrorKind::DimensionMismatch`]: the kernel's dimension count is not `D`.
+    /// - [`ErrorKind::ShapeMismatch`]: grids differ in interior shape.
+    /// - [`ErrorKind::HaloTooNarrow`]: an input's halo is narrower than the kernel's radius.
+    /// - [`ErrorKind::StaleHalo`]: an input's interior changed since its halo was filled and
+    ///   one of its boundary conditions depends on the interior; call
+    ///   [`Grid::update_halo`].
+    /// - [`ErrorKind::AliasedGrids`]: an output shares storage with another grid.
+    /// - Backend errors.
+    pub fn run(self) -> Result<()> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let kernel = self.stencil.kernel();
+        let names = |role| -> Vec<&str> {
+            kernel
+                .fields
+                .iter()
+                .filter(|f| f.role == role)
+                .map(|f| f.name.as_str())
+                .collect()
+        };
+        let input_names = names(stencil_core::Role::Input);
+        let output_names = names(stencil_core::Role::Output);
+        let missing = |what: &str, name: &str| {
+            Error::new(
+                ErrorKind::BadArgument,
+                format!("kernel `{}`: {what} `{name}` is not bound", kernel.name),
+            )
+        };
+        let mut inputs = Vec::with_capacity(self.inputs.len());
+        for (grid, name) in self.inputs.iter().zip(&input_names) {
+            let grid = grid.ok_or_else(|| missing("input", name))?;
+            if grid.halo_is_stale() {
+                return Err(Error::new(
+                    ErrorKind::StaleHalo,
+                    format!(
+                        "kernel `{}`: the interior of input `{name}` changed since its halo was \
+                         filled and its boundary conditions depend on the interior; call \
+                         `update_halo()` on it first",
+                        kernel.name
+                    ),
+                ));
+            }
+            inputs.push(grid);
+        }
+        let mut params = Vec::with_capacity(self.params.len());
+        for (value, p) in self.params.iter().zip(&kernel.params) {
+            params.push(value.ok_or_else(|| missing("parameter", &p.name))?);
+        }
+        let mut outputs = Vec::with_capacity(self.outputs.len());
+        for (grid, name) in self.outputs.into_iter().zip(&output_names) {
+            outputs.push(grid.ok_or_else(|| missing("output", name))?);
+        }
+
+        let backend: &dyn Backend<T> = match self.backend {
+            Some(b) => b,
+            None => CpuBackend::global(),
+        };
+        {
+            let input_views = inputs.iter().map(|g| g.view()).collect();
+            let output_views = outputs.iter_mut().map(|g| g.view_mut()).collect();
+            let mut job = Job::new(self.stencil, input_views, output_views, params)?;
+            let schedule = match self.schedule {
+                Some(s) => s,
+                None => backend.default_schedule(kernel, job.shape()),
+            };
+            backend.run(&mut job, &schedule)?;
+        }
+        for grid in outputs {
+            grid.update_halo();
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, error: Error) {
+        self.error.get_or_insert(error);
+    }
+
+    fn unknown(&self, name: &str, what: &str) -> Error {
+        Error::new(
+            ErrorKind::BadArgument,
+            format!(
+                "kernel `{}` has no {what} `{name}`",
+                self.stencil.kernel().name
+            ),
+        )
+    }
+
+    fn ordinal(&self, name: &str, role: stencil_core::Role) -> Result<usize> {
+        let kernel = self.stencil.kernel();
+        let field = kernel
+            .field_by_name(name)
+            .ok_or_else(|| self.unknown(name, "field"))?;
+        let actual = kernel.field(field).role;
+        if actual != role {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "kernel `{}`: field `{name}` is an {}, not an {}",
+                    kernel.name,
+                    role_name(actual),
+                    role_name(role)
+                ),
+            ));
+        }
+        Ok(kernel.fields[..field.index()]
+            .iter()
+            .filter(|f| f.role == role)
+            .count())
+    }
+}
+
+fn role_name(role: stencil_core::Role) -> &'static str {
+    match role {
+        stencil_core::Role::Input => "input",
+        stencil_core::Role::Output => "output",
+    }
+}

@@ -1,0 +1,311 @@
+//! `verify`: run a kernel through every available backend and a sample of schedules on random
+//! grids, and compare with the reference interpreter (DESIGN.md section 8).
+//!
+//! Every case: random interior *and* halo values for the inputs (so a backend that reads the
+//! wrong halo point is caught), random parameters, outputs poisoned first with a NaN of a
+//! distinctive bit pattern (so an unwritten point is caught even when the kernel computes NaN
+//! legitimately), then three checks: every interior point of every output matches the
+//! interpreter within a tolerance scaled to the element type and the output's magnitude; no
+//! halo or padding element of an output was written; no input element changed. Shapes include
+//! size-1 dimensions, primes, and shapes smaller than the schedules' tiles.
+
+use std::fmt;
+
+use stencil_core::grid::{Boundary, Grid};
+use stencil_core::rng::Rng;
+use stencil_core::{
+    Backend, ElemType, Element, Error, ErrorKind, FieldViewMut, Job, Result, Schedule, Stencil,
+    analysis, interp,
+};
+use stencil_cpu::CpuBackend;
+
+/// How `verify` samples cases.
+#[derive(Clone, Debug)]
+pub struct VerifyConfig {
+    /// Seed of the random grids and parameters (the same seed gives the same cases).
+    pub seed: u64,
+    /// Interior shapes to try; `None` for the built-in set of tiny, odd and prime shapes
+    /// for the kernel's dimension count.
+    pub shapes: Option<Vec<Vec<usize>>>,
+    /// Relative tolerance in units of the element type's epsilon, scaled by
+    /// `max(1, max |reference|)` of each output.
+    pub tolerance_eps: f64,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        VerifyConfig {
+            seed: 0x5eed_57e9_c11a,
+            shapes: None,
+            tolerance_eps: 4096.0,
+        }
+    }
+}
+
+/// What `verify` checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Kernel name.
+    pub kernel: String,
+    /// Backends run.
+    pub backends: Vec<String>,
+    /// Number of (backend, schedule, shape) cases run and compared.
+    pub cases: usize,
+    /// Number of interior points compared over all cases and outputs.
+    pub points: usize,
+}
+
+impl fmt::Display for VerifyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "kernel `{}`: {} cases, {} points on [{}] match the reference interpreter",
+            self.kernel,
+            self.cases,
+            self.points,
+            self.backends.join(", ")
+        )
+    }
+}
+
+/// Verifies `stencil` on every available backend with the default [`VerifyConfig`].
+///
+/// # Errors
+/// [`ErrorKind::VerificationFailed`] naming the backend, schedule, shape, point, expected and
+/// found values at the first disagreement; any error a backend returns.
+pub fn verify<T: Element>(stencil: &Stencil<T>) -> Result<VerifyReport> {
+    let cpu: &dyn Backend<T> = CpuBackend::global();
+    verify_with(stencil, &[cpu], &VerifyConfig::default())
+}
+
+/// Verifies `stencil` on the given backends.
+///
+/// # Errors
+/// As [`verify`]; [`ErrorKind::BadArgument`] when `backends` is empty or a configured shape
+/// has the wrong number of dimensions.
+pub fn verify_with<T: Element>(
+    stencil: &Stencil<T>,
+    backends: &[&dyn Backend<T>],
+    config: &VerifyConfig,
+) -> Result<VerifyReport> {
+    if backends.is_empty() {
+        return Err(Error::new(
+            ErrorKind::BadArgument,
+            "verify: no backend given",
+        ));
+    }
+    match stencil.kernel().n_dims {
+        1 => verify_dims::<T, 1>(stencil, backends, config),
+        2 => verify_dims::<T, 2>(stencil, backends, config),
+        3 => verify_dims::<T, 3>(stencil, backends, config),
+        4 => verify_dims::<T, 4>(stencil, backends, config),
+        n => Err(Error::new(
+            ErrorKind::DimensionMismatch,
+            format!("verify: {n}-D kernels are not supported"),
+        )),
+    }
+}
+
+/// The built-in shapes: size-1 dimensions, tiny, prime and mixed extents.
+fn default_shapes(n_dims: usize) -> Vec<Vec<usize>> {
+    let table: &[&[usize]] = match n_dims {
+        1 => &[&[1], &[2], &[7], &[64], &[1031]],
+        2 => &[&[1, 1], &[1, 9], &[5, 1], &[3, 7], &[13, 17], &[33, 65]],
+        3 => &[
+            &[1, 1, 1],
+            &[2, 3, 5],
+            &[1, 7, 1],
+            &[7, 11, 13],
+            &[17, 4, 33],
+        ],
+        _ => &[&[1, 1, 1, 1], &[2, 3, 1, 5], &[3, 5, 4, 7]],
+    };
+    table.iter().map(|s| s.to_vec()).collect()
+}
+
+/// NaN with a payload no arithmetic produces: marks "not written".
+fn poison<T: Element>() -> T {
+    match T::ELEM {
+        ElemType::F64 => T::from_f64(f64::from_bits(0x7ffc_dead_beef_0bad)),
+        // A quiet f32 NaN keeps its payload through f32 -> f64 -> f32 conversions.
+        ElemType::F32 => T::from_f64(f64::from(f32::from_bits(0x7fe5_0bad))),
+    }
+}
+
+fn bits<T: Element>(v: T) -> u64 {
+    v.to_f64().to_bits()
+}
+
+fn verify_dims<T: Element, const D: usize>(
+    stencil: &Stencil<T>,
+    backends: &[&dyn Backend<T>],
+    config: &VerifyConfig,
+) -> Result<VerifyReport> {
+    let kernel = stencil.kernel();
+    let shapes = match &config.shapes {
+        Some(s) => s.clone(),
+        None => default_shapes(D),
+    };
+    let radius = analysis::radius(kernel).max() as usize;
+    let n_inputs = kernel.inputs().count();
+    let n_outputs = kernel.outputs().count();
+    let mut rng = Rng::new(config.seed);
+    let mut report = VerifyReport {
+        kernel: kernel.name.clone(),
+        backends: backends.iter().map(|b| b.name()).collect(),
+        cases: 0,
+        points: 0,
+    };
+    for (shape_idx, shape) in shapes.iter().enumerate() {
+        let shape: [usize; D] = shape.as_slice().try_into().map_err(|_| {
+            Error::new(
+                ErrorKind::BadArgument,
+                format!("verify: shape {shape:?} is not {D}-D"),
+            )
+        })?;
+        // Alternate halo widths: exactly the radius, and wider.
+        let halo = radius + shape_idx % 2;
+        let mut inputs = Vec::with_capacity(n_inputs);
+        for _ in 0..n_inputs {
+            let mut g = Grid::<T, D>::with_halo(shape, halo)?;
+            g.set_boundary(Boundary::UserManaged);
+            for v in g.as_mut_slice() {
+                *v = T::from_f64(rng.uniform(-1.0, 1.0));
+            }
+            g.update_halo();
+            inputs.push(g);
+        }
+        let params: Vec<T> = kernel
+            .params
+            .iter()
+            .map(|_| T::from_f64(rng.uniform(-1.5, 1.5)))
+            .collect();
+
+        // The oracle.
+        let mut expected: Vec<Grid<T, D>> = (0..n_outputs)
+            .map(|_| Grid::<T, D>::with_halo(shape, halo))
+            .collect::<Result<_>>()?;
+        {
+            let views: Vec<_> = inputs.iter().map(|g| g.view()).collect();
+            let mut outs: Vec<FieldViewMut<'_, T>> =
+                expected.iter_mut().map(|g| g.view_mut()).collect();
+            interp::run(kernel, &views, &mut outs, &params);
+        }
+        let scales: Vec<f64> = expected
+            .iter()
+            .map(|g| {
+                g.interior_iter()
+                    .map(|(_, v)| v.to_f64().abs())
+                    .filter(|v| v.is_finite())
+                    .fold(1.0, f64::max)
+            })
+            .collect();
+        let input_copies: Vec<Vec<u64>> = inputs
+            .iter()
+            .map(|g| g.as_slice().iter().map(|&v| bits(v)).collect())
+            .collect();
+
+        for backend in backends {
+            for schedule in backend.sample_schedules(kernel, &shape) {
+                let mut outputs: Vec<Grid<T, D>> = (0..n_outputs)
+                    .map(|_| Grid::<T, D>::with_halo(shape, halo))
+                    .collect::<Result<_>>()?;
+                for g in &mut outputs {
+                    g.set_boundary(Boundary::UserManaged);
+                    g.as_mut_slice().fill(poison());
+                }
+                {
+                    let views = inputs.iter().map(|g| g.view()).collect();
+                    let outs = outputs.iter_mut().map(|g| g.view_mut()).collect();
+                    let mut job = Job::new(stencil, views, outs, params.clone())?;
+                    backend.run(&mut job, &schedule)?;
+                }
+                let case = Case {
+                    kernel: &kernel.name,
+                    backend: backend.name(),
+                    schedule,
+                    shape: &shape,
+                };
+                for (o, (got, want)) in outputs.iter().zip(&expected).enumerate() {
+                    let name = &kernel.field(kernel.outputs().nth(o).expect("output")).name;
+                    report.points += compare(&case, name, got, want, scales[o], config)?;
+                }
+                for (i, (g, copy)) in inputs.iter().zip(&input_copies).enumerate() {
+                    if g.as_slice().iter().zip(copy).any(|(&v, &b)| bits(v) != b) {
+                        let name = &kernel.field(kernel.inputs().nth(i).expect("input")).name;
+                        return Err(case.fail(format!("input `{name}` was modified")));
+                    }
+                }
+                report.cases += 1;
+            }
+        }
+    }
+    if report.cases == 0 {
+        return Err(Error::new(
+            ErrorKind::VerificationFailed,
+            format!("verify `{}`: no case was run", kernel.name),
+        ));
+    }
+    Ok(report)
+}
+
+struct Case<'a> {
+    kernel: &'a str,
+    backend: String,
+    schedule: Schedule,
+    shape: &'a [usize],
+}
+
+impl Case<'_> {
+    fn fail(&self, what: String) -> Error {
+        Error::new(
+            ErrorKind::VerificationFailed,
+            format!(
+                "verify `{}` on {} with {:?}, shape {:?}: {what}",
+                self.kernel, self.backend, self.schedule, self.shape
+            ),
+        )
+    }
+}
+
+/// Compares one output with the oracle; returns the number of interior points compared.
+fn compare<T: Element, const D: usize>(
+    case: &Case<'_>,
+    name: &str,
+    got: &Grid<T, D>,
+    want: &Grid<T, D>,
+    scale: f64,
+    config: &VerifyConfig,
+) -> Result<usize> {
+    let poison_bits = bits(poison::<T>());
+    let tol = config.tolerance_eps * T::EPSILON.to_f64() * scale;
+    let mut n = 0;
+    for (point, w) in want.interior_iter() {
+        let g = got[point];
+        if bits(g) == poison_bits {
+            return Err(case.fail(format!("output `{name}` at {point:?} was not written")));
+        }
+        let (g, w) = (g.to_f64(), w.to_f64());
+        let same = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= tol;
+        if !same {
+            return Err(case.fail(format!(
+                "output `{name}` at {point:?}: expected {w:e}, found {g:e} (tolerance {tol:e})"
+            )));
+        }
+        n += 1;
+    }
+    // Everything outside the interior must still be poison.
+    let geom = got.geometry();
+    let interior: std::collections::HashSet<usize> = want
+        .interior_iter()
+        .map(|(p, _)| geom.index(&p.map(|c| c as isize)))
+        .collect();
+    for (idx, &v) in got.as_slice().iter().enumerate() {
+        if !interior.contains(&idx) && bits(v) != poison_bits {
+            return Err(case.fail(format!(
+                "output `{name}`: storage element {idx} outside the interior was written"
+            )));
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,127 @@
+//! Shared access to output storage from many threads, one row at a time.
+//!
+//! Every worker writes rows of the same output grids concurrently, so the executor cannot hand
+//! out `&mut` borrows of whole grids. [`OutputRows`] keeps a raw pointer to one output's storage
+//! and hands out mutable row slices; the caller promises that the rows it asks for do not
+//! overlap while alive (the executor's tiles partition the interior and outputs alias nothing).
+//!
+//! Views have public fields, so a view's geometry could have been assembled by hand. Distinct
+//! interior rows are disjoint only in a layout that [`Geometry::new`] produces, so
+//! [`OutputRows::new`] accepts nothing else: a bad layout is an error, not a data race.
+
+use std::marker::PhantomData;
+
+use stencil_core::{Error, ErrorKind, FieldViewMut, Geometry, Result};
+
+/// One output grid, writable by row from several threads.
+#[derive(Debug)]
+pub(crate) struct OutputRows<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    geom: Geometry,
+    _storage: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: `OutputRows` is a `&mut [T]` split into rows: it only ever yields disjoint row
+// slices (the contract of `row`), so sending it to, or sharing it between, threads is as
+// sound as sending the disjoint `&mut [T]` pieces themselves, which needs `T: Send`.
+unsafe impl<T: Send> Send for OutputRows<'_, T> {}
+// SAFETY: as above; `&OutputRows` gives no access but through `row`, whose callers guarantee
+// that no two live slices overlap.
+unsafe impl<T: Send> Sync for OutputRows<'_, T> {}
+
+impl<'a, T> OutputRows<'a, T> {
+    /// Row access to `view`'s storage; the view stays mutably borrowed for `'a`. `name`
+    /// names the output in the error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::BadArgument`] if the view's geometry is not the one [`Geometry::new`] gives
+    /// for its interior, halo and element size, or its storage is not `geom.len` elements.
+    pub(crate) fn new(view: &'a mut FieldViewMut<'_, T>, name: &str) -> Result<Self> {
+        let geom = view.geom;
+        let canonical = Geometry::new(geom.interior(), geom.halo, std::mem::size_of::<T>());
+        if canonical.ok() != Some(geom) || view.data.len() != geom.len {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "output `{name}` has a layout that Geometry::new does not produce \
+                     ({} elements of storage for {geom:?})",
+                    view.data.len()
+                ),
+            ));
+        }
+        Ok(OutputRows {
+            ptr: view.data.as_mut_ptr(),
+            len: view.data.len(),
+            geom,
+            _storage: PhantomData,
+        })
+    }
+
+    /// Layout of the output grid.
+    pub(crate) fn geom(&self) -> &Geometry {
+        &self.geom
+    }
+
+    /// The `len` elements from storage index `start` (a row of the interior).
+    ///
+    /// # Panics
+    /// If the row is not inside the storage (a tiling bug: interior rows always are).
+    ///
+    /// # Safety
+    /// No other slice returned by `row` of this value and overlapping this one may be alive
+    /// while the returned slice is.
+    #[inline]
+    pub(crate) unsafe fn row(&self, start: usize, len: usize) -> &'a mut [T] {
+        assert!(
+            start.checked_add(len).is_some_and(|end| end <= self.len),
+            "stencil-cpu: output row {start}+{len} outside storage of {}",
+            self.len
+        );
+        // SAFETY: `start..start + len` lies inside the storage of `self.len` elements that
+        // `ptr` borrows mutably for `'a` (checked above); the caller guarantees no overlapping slice
+        // is alive, so this is the only reference to these elements.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_layouts_from_geometry_new_are_accepted() {
+        let geom = Geometry::new(&[4, 5], 1, 8).unwrap();
+        let mut data = vec![0.0f64; geom.len];
+        let mut good = FieldViewMut {
+            geom,
+            data: &mut data,
+        };
+        assert!(OutputRows::new(&mut good, "out").is_ok());
+
+        // Rows of this layout overlap (a zero stride): writing them in parallel would race.
+        let mut overlapping = geom;
+        overlapping.strides[0] = 0;
+        let mut bad = FieldViewMut {
+            geom: overlapping,
+            data: &mut data,
+        };
+        let err = OutputRows::new(&mut bad, "out").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadArgument);
+        assert!(err.message().contains("`out`"));
+
+        let mut short = vec![0.0f64; geom.len - 1];
+        let mut bad = FieldViewMut {
+            geom,
+            data: &mut short,
+        };
+        assert!(OutputRows::new(&mut bad, "out").is_err());
+        // A geometry for another element size is another layout.
+        let mut data32 = vec![0.0f32; geom.len];
+        let mut bad = FieldViewMut {
+            geom,
+            data: &mut data32,
+        };
+        assert!(OutputRows::new(&mut bad, "out").is_err());
+    }
+}

@@ -1,0 +1,140 @@
+//! [`CpuBackend`]: the CPU backend's own pinned rayon thread pool and its constructors.
+//!
+//! Each backend owns a rayon `ThreadPool` (never rayon's global pool, so a user's own rayon
+//! work does not compete with it for the same workers). Worker `i` is pinned to the `i`-th core
+//! the process may run on when the pool has no more threads than there are such cores; pinning
+//! is best effort (a failure leaves the thread unpinned). How a job is cut into tiles and spread
+//! over the pool lives in `backend`.
+
+use std::sync::OnceLock;
+
+use rayon::{ThreadPool, ThreadPoolBuilder};
+use stencil_core::{Error, ErrorKind, Result};
+
+/// Environment variable read by [`CpuBackend::global`]: a positive thread count.
+pub const THREADS_ENV: &str = "STENCIL_THREADS";
+
+/// The CPU backend: runs jobs tile by tile on its own pinned thread pool.
+///
+/// Construct one with [`CpuBackend::new`] or share the process-wide one from
+/// [`CpuBackend::global`]. It implements [`stencil_core::Backend`] for `f32` and `f64`.
+#[derive(Debug)]
+pub struct CpuBackend {
+    pool: ThreadPool,
+    threads: usize,
+    pinned: bool,
+}
+
+impl CpuBackend {
+    /// A backend with a pool of `threads` worker threads (0: one per core the process may use).
+    ///
+    /// Threads are pinned to distinct cores when `threads` does not exceed the number of cores;
+    /// a failure to pin is not an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Backend`] if the operating system refuses to start the threads.
+    pub fn new(threads: usize) -> Result<Self> {
+        let threads = if threads == 0 { all_cores() } else { threads };
+        let cores = core_affinity::get_core_ids().unwrap_or_default();
+        let pinned = !cores.is_empty() && threads <= cores.len();
+        let mut builder = ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("stencil-cpu-{i}"));
+        if pinned {
+            builder = builder.start_handler(move |i| {
+                // Best effort: an unpinned worker is slower at worst, never wrong.
+                let _ = core_affinity::set_for_current(cores[i]);
+            });
+        }
+        let pool = builder.build().map_err(|e| {
+            Error::new(
+                ErrorKind::Backend,
+                format!("cannot start a pool of {threads} CPU threads: {e}"),
+            )
+        })?;
+        Ok(CpuBackend {
+            pool,
+            threads,
+            pinned,
+        })
+    }
+
+    /// The process-wide backend, built on first use with one thread per core, or with
+    /// `STENCIL_THREADS` threads when that environment variable holds a positive integer.
+    ///
+    /// # Panics
+    /// If the operating system refuses to start the pool's threads on first use.
+    pub fn global() -> &'static CpuBackend {
+        static GLOBAL: OnceLock<CpuBackend> = OnceLock::new();
+        GLOBAL.get_or_init(|| {
+            let requested = threads_from_env(std::env::var(THREADS_ENV).ok().as_deref());
+            CpuBackend::new(requested)
+                .unwrap_or_else(|e| panic!("stencil-cpu: cannot build the global CPU backend: {e}"))
+        })
+    }
+
+    /// Number of worker threads in the pool.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Whether the workers were asked to pin themselves to cores (best effort: a worker that
+    /// failed to pin runs unpinned).
+    pub fn pinned(&self) -> bool {
+        self.pinned
+    }
+
+    /// The pool the backend's work runs on.
+    pub(crate) fn pool(&self) -> &ThreadPool {
+        &self.pool
+    }
+}
+
+/// Number of cores the process may run on (at least 1).
+fn all_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The thread count an environment value asks for: a positive integer, else 0 ("all cores").
+fn threads_from_env(value: Option<&str>) -> usize {
+    value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_thread_counts() {
+        assert_eq!(threads_from_env(None), 0);
+        assert_eq!(threads_from_env(Some("3")), 3);
+        assert_eq!(threads_from_env(Some(" 12 ")), 12);
+        assert_eq!(threads_from_env(Some("0")), 0);
+        assert_eq!(threads_from_env(Some("-2")), 0);
+        assert_eq!(threads_from_env(Some("many")), 0);
+        assert_eq!(threads_from_env(Some("")), 0);
+    }
+
+    #[test]
+    fn pools_have_the_requested_size() {
+        let one = CpuBackend::new(1).unwrap();
+        assert_eq!(one.threads(), 1);
+        assert_eq!(one.pool().current_num_threads(), 1);
+        let all = CpuBackend::new(0).unwrap();
+        assert_eq!(all.threads(), all_cores());
+        // More threads than cores: allowed, left unpinned.
+        let many = CpuBackend::new(all_cores() + 3).unwrap();
+        assert_eq!(many.pool().current_num_threads(), all_cores() + 3);
+        assert!(!many.pinned());
+    }
+
+    #[test]
+    fn the_global_backend_is_shared() {
+        let a = CpuBackend::global();
+        let b = CpuBackend::global();
+        assert!(std::ptr::eq(a, b));
+        assert!(a.threads() >= 1);
+    }
+}

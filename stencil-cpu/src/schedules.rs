@@ -1,0 +1,126 @@
+//! Which CPU schedules the backend proposes: the default one and a varied sample for `verify`.
+//!
+//! The default cuts the interior into about four tiles per thread, so work stealing can even
+//! out uneven tiles, along the outer dimensions only: rows stay whole, which keeps the inner
+//! loops long and the hardware prefetchers streaming. In 2-D and more the outermost dimension
+//! is split first; only when it is too short for the target count (say 3 planes for 16
+//! threads) is the next one split too. A 1-D interior is one row, so it is split into chunks
+//! of at least [`MIN_1D_CHUNK`] points (short enough to share, long enough that the per-tile
+//! cost vanishes). Cache blocking proper (core blocks sized to the last-level cache) is the
+//! tuner's business.
+
+use stencil_core::{CpuSchedule, MAX_DIMS};
+
+/// Fewest points per tile of a 1-D interior under the default schedule.
+pub const MIN_1D_CHUNK: usize = 4096;
+
+/// Tiles wanted per thread under the default schedule.
+const TILES_PER_THREAD: usize = 4;
+
+/// The default schedule for an interior of `shape` on `threads` threads (see the module doc).
+pub(crate) fn default_schedule(shape: &[usize], threads: usize) -> CpuSchedule {
+    let mut tile = [0; MAX_DIMS];
+    let n_dims = shape.len().min(MAX_DIMS);
+    let target = TILES_PER_THREAD * threads.max(1);
+    if n_dims == 1 {
+        tile[0] = shape[0].div_ceil(target).max(MIN_1D_CHUNK);
+    } else {
+        let mut pieces = 1;
+        for d in 0..n_dims - 1 {
+            if pieces >= target {
+                break;
+            }
+            let extent = shape[d].max(1);
+            tile[d] = extent.div_ceil(target.div_ceil(pieces));
+            pieces *= extent.div_ceil(tile[d]);
+        }
+    }
+    CpuSchedule {
+        tile,
+        ..CpuSchedule::default()
+    }
+}
+
+/// A varied sample of legal schedules for an interior of `shape` on `threads` threads: the
+/// default, tiles that do not divide the shape, single-index outer tiles, tiles larger than the
+/// shape, one thread, two threads, the generic path, and a row-length limit of 3 points.
+pub(crate) fn sample_schedules(shape: &[usize], threads: usize) -> Vec<CpuSchedule> {
+    let n_dims = shape.len().min(MAX_DIMS);
+    let default = default_schedule(shape, threads);
+    let per_dim = |f: &dyn Fn(usize) -> usize| {
+        let mut tile = [0; MAX_DIMS];
+        for (d, t) in tile.iter_mut().enumerate().take(n_dims) {
+            *t = f(d);
+        }
+        tile
+    };
+    let odd = per_dim(&|d| [3, 5, 7, 11][d]);
+    let outer_ones = per_dim(&|d| usize::from(d + 1 < n_dims));
+    let oversized = per_dim(&|d| 2 * shape[d] + 1);
+    let mut short_rows = default.tile;
+    short_rows[n_dims - 1] = 3;
+    let with = |tile: [usize; MAX_DIMS], threads: usize, force_generic: bool| CpuSchedule {
+        tile,
+        threads,
+        force_generic,
+    };
+    vec![
+        default,
+        with(odd, 0, false),
+        with(outer_ones, 0, false),
+        with(oversized, 0, false),
+        with(default.tile, 1, false),
+        with(odd, 2, false),
+        with(default.tile, 0, true),
+        with(odd, 0, true),
+        with(short_rows, 0, false),
+        with(short_rows, 1, true),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n_tiles(shape: &[usize], s: &CpuSchedule) -> usize {
+        crate::tiling::Tiling::new(shape, &s.tile).n_tiles()
+    }
+
+    #[test]
+    fn default_tiles_split_outer_dimensions() {
+        let s = default_schedule(&[256, 256, 256], 2);
+        assert_eq!(s.tile, [32, 0, 0, 0]);
+        assert_eq!(n_tiles(&[256, 256, 256], &s), 8);
+        assert!(!s.force_generic && s.threads == 0);
+        // A short outer dimension: the next one is split too.
+        let s = default_schedule(&[3, 1000, 1000], 16);
+        assert_eq!(s.tile[0], 1);
+        assert!(n_tiles(&[3, 1000, 1000], &s) >= 64);
+        assert_eq!(s.tile[2], 0);
+        // 2-D: rows split, rows whole.
+        let s = default_schedule(&[1000, 999], 4);
+        assert_eq!(s.tile, [63, 0, 0, 0]);
+        // 1-D: chunks of at least MIN_1D_CHUNK.
+        assert_eq!(default_schedule(&[10_000], 8).tile[0], MIN_1D_CHUNK);
+        assert_eq!(default_schedule(&[1 << 24], 8).tile[0], (1 << 24) / 32);
+        assert_eq!(default_schedule(&[5], 8).tile[0], MIN_1D_CHUNK);
+    }
+
+    #[test]
+    fn the_sample_covers_the_promised_variety() {
+        let shape = [7, 5, 13];
+        let sample = sample_schedules(&shape, 4);
+        assert!(sample.len() >= 6 && sample.len() <= 10);
+        assert!(sample.iter().any(|s| s.force_generic));
+        assert!(sample.iter().any(|s| !s.force_generic));
+        assert!(sample.iter().any(|s| s.threads == 1));
+        assert!(sample.iter().any(|s| s.tile[2] == 3));
+        assert!(sample.iter().any(|s| s.tile[..3] == [3, 5, 7]));
+        assert!(sample.iter().any(|s| s.tile[..3] == [15, 11, 27]));
+        assert!(sample.iter().any(|s| s.tile[..3] == [1, 1, 0]));
+        assert!(sample.iter().all(|s| s.tile[3] == 0));
+        let one_d = sample_schedules(&[17], 2);
+        assert!(one_d.iter().any(|s| s.tile[0] == 3));
+        assert!(one_d.iter().all(|s| s.tile[1..] == [0; 3]));
+    }
+}

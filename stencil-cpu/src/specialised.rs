@@ -1,0 +1,117 @@
+//! The specialised path: rows handed to the point loop that `stencil!` generated ([`RowFn`]).
+//!
+//! Per row the executor fills one [`RowInput`] per input (where the row starts in that input)
+//! and one mutable slice of exactly `len` elements per output, then calls the generated code.
+//! The per-row lists live in a [`RowScratch`] reused across rows and tiles: nothing is
+//! allocated per row, and the only per-row stores are the ones the point loop's arguments
+//! need (see the `tiling` module on why stores are what counts).
+
+use stencil_core::row::{RowArgs, RowFn, RowInput};
+use stencil_core::{Element, FieldView, Geometry};
+
+use crate::output_rows::OutputRows;
+use crate::tiling::{Tiling, row_stride};
+
+/// Everything a worker needs to run tiles through a generated point loop.
+pub(crate) struct SpecialisedRun<'r, T> {
+    rows: RowFn<T>,
+    tiling: Tiling,
+    inputs: &'r [FieldView<'r, T>],
+    outputs: &'r [OutputRows<'r, T>],
+    params: &'r [T],
+    /// Layouts of the inputs, then of the outputs.
+    grids: Vec<Geometry>,
+    /// Storage distance between consecutive rows of a run, per grid (same order).
+    row_strides: Vec<usize>,
+}
+
+/// Per-worker lists handed to the point loop, refilled for every row.
+pub(crate) struct RowScratch<'r, T> {
+    inputs: Vec<RowInput<'r, T>>,
+    /// One slice per output; empty between tiles.
+    outputs: Vec<&'r mut [T]>,
+    /// First point of the current row run in each grid (inputs, then outputs).
+    bases: Vec<usize>,
+}
+
+impl<'r, T: Element> SpecialisedRun<'r, T> {
+    /// Prepares `rows` to run over `tiling` with the given grids and parameters.
+    pub(crate) fn new(
+        rows: RowFn<T>,
+        tiling: Tiling,
+        inputs: &'r [FieldView<'r, T>],
+        outputs: &'r [OutputRows<'r, T>],
+        params: &'r [T],
+    ) -> Self {
+        let grids: Vec<Geometry> = inputs
+            .iter()
+            .map(|view| view.geom)
+            .chain(outputs.iter().map(|out| *out.geom()))
+            .collect();
+        let row_strides = grids.iter().map(row_stride).collect();
+        SpecialisedRun {
+            rows,
+            tiling,
+            inputs,
+            outputs,
+            params,
+            grids,
+            row_strides,
+        }
+    }
+
+    /// Fresh per-worker lists.
+    pub(crate) fn scratch(&self) -> RowScratch<'r, T> {
+        RowScratch {
+            inputs: self
+                .inputs
+                .iter()
+                .map(|view| RowInput {
+                    data: view.data,
+                    start: 0,
+                    strides: view.geom.strides,
+                })
+                .collect(),
+            outputs: self.outputs.iter().map(|_| Default::default()).collect(),
+            bases: vec![0; self.grids.len()],
+        }
+    }
+
+    /// Runs every row of tile number `tile`.
+    pub(crate) fn run_tile(&self, scratch: &mut RowScratch<'r, T>, tile: usize) {
+        let RowScratch {
+            inputs,
+            outputs,
+            bases,
+        } = scratch;
+        let n_inputs = inputs.len();
+        let (rows, params) = (self.rows, self.params);
+        let (in_strides, out_strides) = self.row_strides.split_at(n_inputs);
+        self.tiling
+            .for_each_run(tile, &self.grids, bases, |bases, n_rows, len| {
+                let (in_bases, out_bases) = bases.split_at(n_inputs);
+                for r in 0..n_rows {
+                    for ((row, &base), &stride) in inputs.iter_mut().zip(in_bases).zip(in_strides) {
+                        row.start = base + r * stride;
+                    }
+                    let targets = self.outputs.iter().zip(out_bases).zip(out_strides);
+                    for (slot, ((output, &base), &stride)) in outputs.iter_mut().zip(targets) {
+                        // SAFETY: this row of this output is handed out once in the whole run
+                        // and overlaps no other live slice. The tiles of a `Tiling` are
+                        // disjoint and so are the rows of a tile; `Job::new` validated that
+                        // every grid has the iteration's interior shape and that no output
+                        // shares storage with an input or another output; `OutputRows::new`
+                        // validated that the output's layout is one `Geometry::new` produces,
+                        // in which distinct interior rows are disjoint and inside the storage
+                        // (which `row` checks again). The slot's previous slice (the previous
+                        // row's) is dropped by this assignment.
+                        *slot = unsafe { output.row(base + r * stride, len) };
+                    }
+                    rows(&RowArgs::new(len, inputs, params), outputs);
+                }
+            });
+        for slot in outputs.iter_mut() {
+            *slot = Default::default();
+        }
+    }
+}
