@@ -42,7 +42,7 @@ pub use launch::Launch;
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use stencil_core::{
     Backend, CpuSchedule, ElemType, Element, Error, ErrorKind, FieldView, FieldViewMut, Geometry,
-    Job, Kernel, KernelBuilder, Result, Schedule, Stencil, analysis, interp, ir,
+    GpuSchedule, Job, Kernel, KernelBuilder, Result, Schedule, Stencil, analysis, interp, ir,
 };
 pub use stencil_cpu::CpuBackend;
 pub use stencil_macros::stencil;

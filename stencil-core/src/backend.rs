@@ -1,4 +1,4 @@
-//! What a backend is: the [`Backend`] trait, the validated [`Job`] it runs, and [`Schedule`]s.
+//! What a backend is: the [`Backend`] trait and the validated [`Job`] it runs.
 //!
 //! The facade validates a call once by building a [`Job`] (shapes, halos, dimension counts,
 //! argument counts); a backend receives only valid jobs and may rely on that geometry, which
@@ -7,41 +7,10 @@
 use crate::analysis::radius;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ir::{Kernel, MAX_DIMS};
+use crate::ir::Kernel;
+use crate::schedule::Schedule;
 use crate::stencil::Stencil;
 use crate::view::{FieldView, FieldViewMut, Geometry};
-
-/// A schedule of the CPU backend: how the interior is cut into tiles and run on threads.
-///
-/// Every schedule computes the same result; only speed differs.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct CpuSchedule {
-    /// Tile extents per dimension (clamped to the interior; 0 means "whole extent"). The last
-    /// entry of the kernel's dimensions is the row-length limit.
-    pub tile: [usize; MAX_DIMS],
-    /// Threads to use; 0 means every thread of the backend's pool.
-    pub threads: usize,
-    /// Run the generic (IR-evaluating) path even when a generated point loop exists.
-    pub force_generic: bool,
-}
-
-impl Default for CpuSchedule {
-    fn default() -> Self {
-        CpuSchedule {
-            tile: [0; MAX_DIMS],
-            threads: 0,
-            force_generic: false,
-        }
-    }
-}
-
-/// A schedule for some backend (the algorithm is the [`Kernel`]; this is how it runs).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[non_exhaustive]
-pub enum Schedule {
-    /// For the CPU backend.
-    Cpu(CpuSchedule),
-}
 
 /// One validated kernel call: the stencil, its grids and its parameters.
 ///

@@ -22,12 +22,13 @@ pub mod printer;
 pub mod random;
 pub mod rng;
 pub mod row;
+pub mod schedule;
 pub mod simplify;
 pub mod stencil;
 pub mod verify;
 pub mod view;
 
-pub use backend::{Backend, CpuSchedule, Job, Schedule};
+pub use backend::{Backend, Job};
 pub use element::{ElemType, Element};
 pub use error::{Error, ErrorKind, Result};
 pub use grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
@@ -35,6 +36,7 @@ pub use ir::{
     BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp, MAX_DIMS,
     MAX_RADIUS, Offset, Param, ParamId, Role, Stmt, UnaryOp,
 };
+pub use schedule::{CpuSchedule, GpuSchedule, Schedule};
 pub use stencil::Stencil;
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};
 pub use view::{FieldView, FieldViewMut, Geometry};

@@ -1,0 +1,19 @@
+//! Schedules: how a kernel runs, kept apart from what it computes (Halide's algorithm /
+//! schedule split). Passes and backends take `(&Kernel, &Schedule)`; the tuner only ever
+//! changes the schedule. Each backend's schedule is plain data in its own module.
+
+mod cpu;
+mod gpu;
+
+pub use cpu::CpuSchedule;
+pub use gpu::GpuSchedule;
+
+/// A schedule for some backend (the algorithm is the [`Kernel`]; this is how it runs).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum Schedule {
+    /// For the CPU backend.
+    Cpu(CpuSchedule),
+    /// For the GPU backend.
+    Gpu(GpuSchedule),
+}
