@@ -42,11 +42,16 @@ pub use launch::Launch;
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use stencil_core::{
     Backend, CpuSchedule, ElemType, Element, Error, ErrorKind, FieldView, FieldViewMut, Geometry,
-    GpuSchedule, Job, Kernel, KernelBuilder, Result, Schedule, Stencil, analysis, interp, ir,
+    GpuSchedule, Job, Kernel, KernelBuilder, Result, Schedule, Stencil, analysis, hash, interp, ir,
+    random,
 };
 pub use stencil_cpu::CpuBackend;
 pub use stencil_macros::stencil;
 pub use verify::{VerifyConfig, VerifyReport, verify, verify_with};
+
+/// The ndarray crate, re-exported so the types of [`Grid::interior`] can be named.
+#[cfg(feature = "ndarray")]
+pub use ndarray;
 
 /// What a simulation code needs in scope: grids, boundaries, the macro and the error type.
 pub mod prelude {

@@ -156,3 +156,11 @@ fn outputs_get_their_halo_filled_after_a_run() {
     assert_eq!(v.get([-1, 0, 0]), Some(v[[0, 0, 0]]));
     assert_eq!(v.get([4, 3, 3]), Some(v[[3, 3, 3]]));
 }
+
+#[test]
+fn a_grid_too_large_to_allocate_is_an_error_not_an_abort() {
+    // 2^50 points: the size fits in isize, but no machine can map 8 PiB.
+    let e = Grid3::<f64>::new([1 << 20, 1 << 20, 1 << 10]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidShape, "{e}");
+    assert!(e.to_string().contains("cannot allocate"), "{e}");
+}

@@ -51,7 +51,7 @@ impl<T: Element, const D: usize> Grid<T, D> {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidShape`] when `D` is 0 or above [`MAX_DIMS`](crate::MAX_DIMS), an
-    /// extent is zero, or the storage size overflows.
+    /// extent is zero, or the storage size overflows or cannot be allocated.
     pub fn new(shape: [usize; D]) -> Result<Self> {
         Self::with_halo(shape, DEFAULT_HALO)
     }
@@ -62,8 +62,17 @@ impl<T: Element, const D: usize> Grid<T, D> {
     /// As [`new`](Self::new).
     pub fn with_halo(shape: [usize; D], halo: usize) -> Result<Self> {
         let geometry = Geometry::new(&shape, halo, T::ELEM.size_bytes())?;
+        let storage = AlignedBuffer::try_zeroed(geometry.len).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidShape,
+                format!(
+                    "cannot allocate {} bytes for a grid of shape {shape:?} with halo {halo}",
+                    geometry.len * T::ELEM.size_bytes()
+                ),
+            )
+        })?;
         Ok(Grid {
-            storage: AlignedBuffer::zeroed(geometry.len),
+            storage,
             geometry,
             boundaries: [[Boundary::Dirichlet(T::ZERO); 2]; D],
             interior_changed: false,

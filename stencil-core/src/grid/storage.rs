@@ -41,16 +41,22 @@ impl<T: Element> AlignedBuffer<T> {
     ///
     /// # Panics
     /// If `len` is zero or its byte size overflows `isize`; aborts through
-    /// [`alloc::handle_alloc_error`] when the allocation fails.
+    /// [`alloc::handle_alloc_error`] when the allocation fails (as `Vec` does; constructors
+    /// that can report failure use [`try_zeroed`](Self::try_zeroed)).
     pub(crate) fn zeroed(len: usize) -> Self {
+        Self::try_zeroed(len).unwrap_or_else(|| alloc::handle_alloc_error(Self::layout(len)))
+    }
+
+    /// As [`zeroed`](Self::zeroed), but `None` when the allocator has no memory for it.
+    ///
+    /// # Panics
+    /// If `len` is zero or its byte size overflows `isize`.
+    pub(crate) fn try_zeroed(len: usize) -> Option<Self> {
         assert!(len > 0, "grid storage is never empty");
         let layout = Self::layout(len);
         // SAFETY: `layout` has a non-zero size (len > 0, size_of::<T>() > 0).
         let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
-            alloc::handle_alloc_error(layout)
-        };
-        AlignedBuffer { ptr, len }
+        NonNull::new(raw.cast::<T>()).map(|ptr| AlignedBuffer { ptr, len })
     }
 }
 
