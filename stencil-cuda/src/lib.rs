@@ -1,12 +1,32 @@
-//! stencil-cuda: the GPU backend (not built yet; this crate holds its place in the workspace).
+//! stencil-cuda: the GPU backend. PTX is generated directly from the core IR (so users need
+//! only the NVIDIA driver, no toolkit) and launched through cudarc with dynamic loading (so
+//! the crate builds and its tests pass on a machine with no CUDA at all).
 //!
-//! Planned (DESIGN.md section 6): PTX generated directly from the core IR through a typed PTX
-//! instruction AST and one printer; variants (thread-per-point, 2.5-D streaming with a register
-//! queue, shared-memory tiles, block/cyclic merging, unrolled and concurrent streaming);
-//! launch through cudarc with dynamic loading so the workspace builds without CUDA; device
-//! grids; and a PTX emulator that runs the emitted PTX on the CPU for verification without a
-//! GPU. It will implement `stencil_core::Backend` like the CPU backend, so `stencil::verify`
-//! and the tuner pick it up without change.
+//! - [`ptx`]: a typed PTX AST with one printer (the only place that spells PTX);
+//! - [`codegen`]: the variants of [`GpuSchedule`](stencil_core::GpuSchedule) (thread per point,
+//!   2.5-D streaming with a register queue, shared-memory tiles; block/cyclic merging,
+//!   unrolled and concurrent streaming) generated from a `Kernel`, and the device halo gather;
+//! - [`caps`]: device capabilities as plain data and the legal schedule space derived from
+//!   them (also as the tuner's search space);
+//! - [`runtime`]: device selection, module cache, device-resident grids, typed launches and
+//!   [`CudaBackend`]; without a driver or GPU every call is an `Err`, never a panic;
+//! - [`emulator`]: a PTX emulator that runs the generated kernels on the CPU;
+//! - [`emulated`]: [`EmulatedGpu`], a backend running generated PTX in the emulator, for
+//!   verification and debugging on machines with no GPU.
 //!
-//! Today it exports nothing: no GPU path exists yet, and the facade runs every kernel on the
-//! CPU backend.
+//! Verification without a GPU: `tests/ptxas.rs` assembles every variant with NVIDIA's ptxas
+//! (found through `STENCIL_PTXAS`, then `PATH`), `tests/emulator_verify.rs` runs every variant
+//! through `stencil::verify_with` on [`EmulatedGpu`], and `tests/golden.rs` keeps golden PTX
+//! (`STENCIL_BLESS=1 cargo test -p stencil-cuda --test golden` regenerates it).
+
+pub mod caps;
+pub mod codegen;
+pub mod emulated;
+pub mod emulator;
+pub mod ptx;
+pub mod runtime;
+
+pub use caps::{DeviceCaps, GpuSearch, schedule_space};
+pub use codegen::{CodegenOptions, GeneratedKernel, LaunchDims, generate};
+pub use emulated::EmulatedGpu;
+pub use runtime::{CudaBackend, CudaDevice, DeviceGrid, GpuElement};

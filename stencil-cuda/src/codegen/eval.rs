@@ -1,0 +1,192 @@
+//! The kernel body at one point, as PTX: every statement in order, each expression evaluated
+//! once (memoised by id) into a register. Reads are not loaded here: the variant supplies a
+//! register for every (input, displacement) the point reads, from global memory, a register
+//! queue or a shared tile.
+
+use std::collections::HashMap;
+
+use stencil_core::ir::{BinaryOp, CmpOp, Expr, ExprId, LogicOp, Stmt, UnaryOp};
+use stencil_core::{Error, ErrorKind, Result};
+
+use super::Ctx;
+use crate::ptx::{Cmp, FloatOp, FloatUnaryOp, Inst, Operand, PredOp, Reg, RegClass, Type};
+
+/// Values of the reads of one point: (input field index, canonical displacement) -> register.
+pub(crate) type ReadValues = HashMap<(usize, [i64; 3]), Reg>;
+
+/// The name of the function `e` applies when the generator cannot express it accurately.
+pub(crate) fn unsupported_function(e: &Expr) -> Option<&'static str> {
+    match e {
+        Expr::Unary { op, .. } => match op {
+            UnaryOp::Exp
+            | UnaryOp::Ln
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Tanh => Some(op.name()),
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => None,
+        },
+        Expr::Binary {
+            op: BinaryOp::Pow, ..
+        } => Some("pow"),
+        _ => None,
+    }
+}
+
+impl Ctx<'_> {
+    /// Evaluates the body at one point; returns (output field index, value) per store, in
+    /// statement order.
+    pub(crate) fn eval_point(&mut self, reads: &ReadValues) -> Result<Vec<(usize, Reg)>> {
+        let kernel = self.kernel;
+        let mut memo: Vec<Option<Reg>> = vec![None; kernel.exprs.len()];
+        let mut lets: Vec<Option<Reg>> = vec![None; kernel.lets.len()];
+        let mut stores = Vec::new();
+        for stmt in &kernel.body {
+            match *stmt {
+                Stmt::Let { var, value } => {
+                    let r = self.expr(value, reads, &mut memo, &lets)?;
+                    lets[var.index()] = Some(r);
+                }
+                Stmt::Store { field, value } => {
+                    let r = self.expr(value, reads, &mut memo, &lets)?;
+                    stores.push((field.index(), r));
+                }
+            }
+        }
+        Ok(stores)
+    }
+
+    fn expr(
+        &mut self,
+        id: ExprId,
+        reads: &ReadValues,
+        memo: &mut Vec<Option<Reg>>,
+        lets: &[Option<Reg>],
+    ) -> Result<Reg> {
+        if let Some(r) = memo[id.index()] {
+            return Ok(r);
+        }
+        let kernel = self.kernel;
+        let mut operand = |ctx: &mut Self, e: ExprId| ctx.expr(e, reads, memo, lets);
+        let fty = self.fty;
+        let r = match *kernel.expr(id) {
+            Expr::Const(v) => {
+                let imm = match fty {
+                    Type::F32 => Operand::F32(v as f32),
+                    _ => Operand::F64(v),
+                };
+                self.mov(fty, imm)
+            }
+            Expr::Param(p) => self.params[p.index()],
+            Expr::Read { field, offset } => {
+                let key = (field.index(), self.canon(offset));
+                *reads.get(&key).unwrap_or_else(|| {
+                    panic!("codegen: no value supplied for read {key:?} (variant bug)")
+                })
+            }
+            Expr::Let(l) => lets[l.index()]
+                .unwrap_or_else(|| panic!("codegen: let {} used before its definition", l.index())),
+            Expr::Unary { op, arg } => {
+                let a = operand(self, arg)?;
+                let op = match op {
+                    UnaryOp::Neg => FloatUnaryOp::Neg,
+                    UnaryOp::Abs => FloatUnaryOp::Abs,
+                    UnaryOp::Sqrt => FloatUnaryOp::Sqrt,
+                    UnaryOp::Floor => FloatUnaryOp::Floor,
+                    UnaryOp::Ceil => FloatUnaryOp::Ceil,
+                    other => return Err(unsupported(other.name())),
+                };
+                let dst = self.b.reg(self.fclass);
+                self.b.push(Inst::FloatUnary {
+                    op,
+                    ty: fty,
+                    dst,
+                    a: a.into(),
+                });
+                dst
+            }
+            Expr::Binary { op, lhs, rhs } => {
+                let a = operand(self, lhs)?;
+                let b = operand(self, rhs)?;
+                let op = match op {
+                    BinaryOp::Add => FloatOp::Add,
+                    BinaryOp::Sub => FloatOp::Sub,
+                    BinaryOp::Mul => FloatOp::Mul,
+                    BinaryOp::Div => FloatOp::Div,
+                    BinaryOp::Min => FloatOp::Min,
+                    BinaryOp::Max => FloatOp::Max,
+                    BinaryOp::Pow => return Err(unsupported("pow")),
+                };
+                let dst = self.b.reg(self.fclass);
+                self.b.push(Inst::Float {
+                    op,
+                    ty: fty,
+                    dst,
+                    a: a.into(),
+                    b: b.into(),
+                });
+                dst
+            }
+            Expr::Compare { op, lhs, rhs } => {
+                let a = operand(self, lhs)?;
+                let b = operand(self, rhs)?;
+                // IEEE: every comparison with NaN is false except `!=`.
+                let cmp = match op {
+                    CmpOp::Lt => Cmp::Lt,
+                    CmpOp::Le => Cmp::Le,
+                    CmpOp::Gt => Cmp::Gt,
+                    CmpOp::Ge => Cmp::Ge,
+                    CmpOp::Eq => Cmp::Eq,
+                    CmpOp::Ne => Cmp::Neu,
+                };
+                self.setp(cmp, fty, a.into(), b.into())
+            }
+            Expr::Logic { op, lhs, rhs } => {
+                let a = operand(self, lhs)?;
+                let b = operand(self, rhs)?;
+                let dst = self.b.reg(RegClass::Pred);
+                let op = match op {
+                    LogicOp::And => PredOp::And,
+                    LogicOp::Or => PredOp::Or,
+                };
+                self.b.push(Inst::Pred { op, dst, a, b });
+                dst
+            }
+            Expr::Not(arg) => {
+                let a = operand(self, arg)?;
+                let dst = self.b.reg(RegClass::Pred);
+                self.b.push(Inst::NotPred { dst, a });
+                dst
+            }
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = operand(self, cond)?;
+                let t = operand(self, then)?;
+                let o = operand(self, otherwise)?;
+                let dst = self.b.reg(self.fclass);
+                self.b.push(Inst::Selp {
+                    ty: fty,
+                    dst,
+                    a: t.into(),
+                    b: o.into(),
+                    pred: c,
+                });
+                dst
+            }
+        };
+        memo[id.index()] = Some(r);
+        Ok(r)
+    }
+}
+
+fn unsupported(name: &str) -> Error {
+    Error::new(
+        ErrorKind::BackendUnavailable,
+        format!(
+            "the GPU code generator has no accurate PTX for `{name}`; run this kernel on the CPU backend"
+        ),
+    )
+}

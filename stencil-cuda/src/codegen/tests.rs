@@ -1,0 +1,164 @@
+//! Unit tests of the generator's checks and bookkeeping (the generated code itself is checked
+//! by the ptxas, emulator and golden tests under `tests/`).
+
+use stencil_core::ir::{KernelBuilder, UnaryOp};
+use stencil_core::random::{RandomStencilConfig, random_stencil};
+use stencil_core::schedule::{GpuSchedule, GpuVariant, MergeKind};
+use stencil_core::{ElemType, ErrorKind, Geometry, Kernel};
+
+use super::*;
+
+/// `out[i, j] = u[i-1, j] + u[i, j+2]`, then `f(out)` when `op` is given.
+fn kernel_2d(op: Option<UnaryOp>) -> Kernel {
+    let mut b = KernelBuilder::new("k2", 2, ElemType::F64);
+    let u = b.input("u");
+    let out = b.output("out");
+    let a = b.read(u, &[-1, 0]);
+    let c = b.read(u, &[0, 2]);
+    let mut s = b.add(a, c);
+    if let Some(op) = op {
+        s = b.unary(op, s);
+    }
+    b.store(out, s);
+    b.finish().expect("valid kernel")
+}
+
+fn geoms(k: &Kernel, shape: &[usize], halo: usize) -> Vec<Geometry> {
+    (0..k.fields.len())
+        .map(|_| Geometry::new(shape, halo, k.elem().size_bytes()).unwrap())
+        .collect()
+}
+
+#[test]
+fn malformed_schedules_are_rejected() {
+    let ok = GpuSchedule::default();
+    assert!(check_schedule(&ok).is_ok());
+    for bad in [
+        GpuSchedule {
+            block: [0, 1, 1],
+            ..ok
+        },
+        GpuSchedule {
+            block: [64, 32, 1],
+            ..ok
+        },
+        GpuSchedule { merge: 0, ..ok },
+        GpuSchedule { unroll: 0, ..ok },
+        GpuSchedule {
+            variant: GpuVariant::Streaming,
+            block: [32, 2, 2],
+            ..ok
+        },
+    ] {
+        let e = check_schedule(&bad).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidSchedule, "{bad:?}");
+    }
+}
+
+#[test]
+fn transcendental_and_four_dimensional_kernels_are_unavailable() {
+    let k = kernel_2d(Some(UnaryOp::Tanh));
+    let e = generate(
+        &k,
+        &GpuSchedule::default(),
+        &geoms(&k, &[8, 8], 2),
+        80,
+        CodegenOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BackendUnavailable);
+    assert!(e.message().contains("tanh"), "{e}");
+    let k4 = random_stencil(&RandomStencilConfig::new(4, 1, ElemType::F32, 1));
+    assert_eq!(
+        check_kernel(&k4).unwrap_err().kind(),
+        ErrorKind::BackendUnavailable
+    );
+    assert!(check_kernel(&kernel_2d(Some(UnaryOp::Sqrt))).is_ok());
+}
+
+#[test]
+fn shared_ring_size_follows_the_reads() {
+    // Streaming axes of a 2-D kernel: z = dim 0 (offsets -1..0: 2 planes), x = dim 1
+    // (offsets 0..2: halo 2); y unmapped (height = block y).
+    let k = kernel_2d(None);
+    let s = GpuSchedule {
+        variant: GpuVariant::SharedTile,
+        block: [32, 1, 1],
+        merge: 2,
+        merge_kind: MergeKind::Cyclic,
+        ..GpuSchedule::default()
+    };
+    assert_eq!(shared_bytes(&k, &s), 2 * (32 * 2 + 2) * 8);
+    let g = generate(
+        &k,
+        &s,
+        &geoms(&k, &[10, 100], 2),
+        90,
+        CodegenOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(g.shared_bytes, shared_bytes(&k, &s));
+    assert_eq!(
+        shared_bytes(
+            &k,
+            &GpuSchedule {
+                variant: GpuVariant::Streaming,
+                ..s
+            }
+        ),
+        0
+    );
+}
+
+#[test]
+fn launch_dimensions_cover_the_interior() {
+    let k = kernel_2d(None);
+    let shape = [10, 100];
+    let point = GpuSchedule {
+        block: [32, 4, 1],
+        merge: 2,
+        ..GpuSchedule::default()
+    };
+    let g = generate(
+        &k,
+        &point,
+        &geoms(&k, &shape, 2),
+        80,
+        CodegenOptions::default(),
+    )
+    .unwrap();
+    // x: 100 points / (32 threads * 2) = 2 blocks; y = dim 0: 10 / 4 = 3 blocks.
+    assert_eq!(g.launch.grid, [2, 3, 1]);
+    let stream = GpuSchedule {
+        variant: GpuVariant::Streaming,
+        block: [32, 1, 1],
+        stream_chunk: 3,
+        ..GpuSchedule::default()
+    };
+    let g = generate(
+        &k,
+        &stream,
+        &geoms(&k, &shape, 2),
+        80,
+        CodegenOptions::default(),
+    )
+    .unwrap();
+    // Streamed dim 0 of 10 planes in chunks of 3: 4 blocks along z.
+    assert_eq!(g.launch.grid, [4, 1, 4]);
+    assert_eq!(g.module.target, 80);
+    assert!(g.ptx().contains(".target sm_80"));
+}
+
+#[test]
+fn geometry_count_must_match_the_fields() {
+    let k = kernel_2d(None);
+    let e = generate(
+        &k,
+        &GpuSchedule::default(),
+        &geoms(&k, &[4, 4], 2)[..1],
+        80,
+        CodegenOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArgument);
+}

@@ -1,0 +1,184 @@
+//! [`DeviceGrid`]: a grid resident in device memory (upload once, many sweeps, download when
+//! asked), and its halo fill on the device by the generated gather kernel.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+use stencil_core::grid::{Boundary, Grid};
+use stencil_core::{Error, ErrorKind, Geometry, Result};
+
+use super::{CudaDevice, GpuElement, driver_error};
+use crate::codegen::{self, halo::HaloPlan};
+
+/// A halo plan and its index and value arrays in device memory.
+#[derive(Debug)]
+pub(super) struct DeviceHaloPlan<T: GpuElement> {
+    plan: HaloPlan<T>,
+    copy_dst: CudaSlice<u32>,
+    copy_src: CudaSlice<u32>,
+    const_dst: CudaSlice<u32>,
+    const_val: CudaSlice<T>,
+}
+
+/// A grid resident in device memory: upload once, run many sweeps, download when asked.
+#[derive(Debug)]
+pub struct DeviceGrid<T: GpuElement, const D: usize> {
+    pub(super) device: Arc<CudaDevice>,
+    pub(super) data: CudaSlice<T>,
+    pub(super) geom: Geometry,
+    pub(super) shape: [usize; D],
+    pub(super) boundaries: [[Boundary<T>; 2]; D],
+    pub(super) halo: Option<DeviceHaloPlan<T>>,
+}
+
+impl<T: GpuElement, const D: usize> DeviceGrid<T, D> {
+    /// Interior shape.
+    pub fn shape(&self) -> [usize; D] {
+        self.shape
+    }
+
+    /// Layout of the storage.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geom
+    }
+
+    /// Replaces the device data with `grid`'s storage (same geometry), without reallocating;
+    /// the boundary conditions become `grid`'s.
+    ///
+    /// # Errors
+    /// [`ErrorKind::ShapeMismatch`] for a grid of another geometry; driver errors.
+    pub fn copy_from(&mut self, grid: &Grid<T, D>) -> Result<()> {
+        if *grid.geometry() != self.geom {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                "upload from a grid of another shape or halo",
+            ));
+        }
+        if *grid.boundaries() != self.boundaries {
+            self.boundaries = *grid.boundaries();
+            self.halo = None;
+        }
+        self.device
+            .stream
+            .memcpy_htod(grid.as_slice(), &mut self.data)
+            .map_err(driver_error("upload"))
+    }
+
+    /// The device holding the grid.
+    pub fn device(&self) -> &Arc<CudaDevice> {
+        &self.device
+    }
+
+    /// Copies the device storage into `grid` (same geometry), waiting for pending work.
+    ///
+    /// # Errors
+    /// [`ErrorKind::ShapeMismatch`] for a grid of another geometry; driver errors.
+    pub fn download_into(&self, grid: &mut Grid<T, D>) -> Result<()> {
+        if *grid.geometry() != self.geom {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                "download into a grid of another shape or halo",
+            ));
+        }
+        self.device
+            .stream
+            .memcpy_dtoh(&self.data, grid.as_mut_slice())
+            .map_err(driver_error("download"))?;
+        self.device.synchronize()
+    }
+
+    /// A new host grid holding the device data, with this grid's boundary conditions.
+    ///
+    /// # Errors
+    /// As [`download_into`](Self::download_into).
+    pub fn download(&self) -> Result<Grid<T, D>> {
+        let mut g = Grid::<T, D>::with_halo(self.shape, self.geom.halo)?;
+        g.set_boundary(Boundary::UserManaged);
+        self.download_into(&mut g)?;
+        Ok(g)
+    }
+
+    /// Fills the halo on the device from the grid's boundary conditions (those it had when
+    /// uploaded), with the same result as the host's `Grid::update_halo`.
+    ///
+    /// # Errors
+    /// Generator and driver errors.
+    pub fn update_halo(&mut self) -> Result<()> {
+        if self.halo.is_none() {
+            let plan = HaloPlan::new(self.shape, self.geom.halo, &self.boundaries)?;
+            let s = &self.device.stream;
+            let copy_dst = s
+                .clone_htod(&plan.copy_dst)
+                .map_err(driver_error("upload"))?;
+            let copy_src = s
+                .clone_htod(&plan.copy_src)
+                .map_err(driver_error("upload"))?;
+            let const_dst = s
+                .clone_htod(&plan.const_dst)
+                .map_err(driver_error("upload"))?;
+            let const_val = s
+                .clone_htod(&plan.const_val)
+                .map_err(driver_error("upload"))?;
+            self.halo = Some(DeviceHaloPlan {
+                plan,
+                copy_dst,
+                copy_src,
+                const_dst,
+                const_val,
+            });
+        }
+        let device = Arc::clone(&self.device);
+        let function = {
+            let mut functions = device
+                .halo_functions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let std::collections::hash_map::Entry::Vacant(slot) = functions.entry(T::ELEM) {
+                let generated = codegen::halo::generate_gather(T::ELEM, device.caps.arch());
+                let module = device
+                    .ctx
+                    .load_module(Ptx::from_src(generated.to_string()))
+                    .map_err(driver_error("loading the halo kernel"))?;
+                let function = module
+                    .load_function(codegen::halo::gather_entry_name(T::ELEM))
+                    .map_err(driver_error("finding the halo kernel"))?;
+                slot.insert(function);
+            }
+            functions[&T::ELEM].clone()
+        };
+        let DeviceHaloPlan {
+            plan,
+            copy_dst,
+            copy_src,
+            const_dst,
+            const_val,
+        } = self.halo.as_ref().expect("plan built above");
+        let n_copy = plan.copy_dst.len() as u32;
+        let n_const = plan.const_dst.len() as u32;
+        let total = n_copy + n_const;
+        if total == 0 {
+            return Ok(());
+        }
+        let config = LaunchConfig {
+            grid_dim: (total.div_ceil(256), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut builder = device.stream.launch_builder(&function);
+        builder
+            .arg(&mut self.data)
+            .arg(copy_dst)
+            .arg(copy_src)
+            .arg(&n_copy)
+            .arg(const_dst)
+            .arg(const_val)
+            .arg(&n_const);
+        // SAFETY: the arguments match the gather entry's parameters (data pointer, copy
+        // destination and source index arrays and their length, constant destinations and
+        // values and their length); every index in the plan is below the grid's storage
+        // length, computed from this grid's geometry.
+        unsafe { builder.launch(config) }.map_err(driver_error("halo launch"))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,176 @@
+//! Every variant of the seeds' kernels and of random stencils assembles with NVIDIA's `ptxas`
+//! for sm_70, sm_80 and sm_90, and the default schedules spill no registers.
+//!
+//! `ptxas` is found through `STENCIL_PTXAS`, then `PATH` (pip package
+//! nvidia-cuda-nvcc-cu12; `.ci/run` installs it). Without it every test prints
+//! `SKIP: ptxas not found` and passes.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use stencil_core::analysis::radius;
+use stencil_core::schedule::GpuSchedule;
+use stencil_core::{Geometry, Kernel};
+use stencil_cuda::caps::{default_schedule, sample_schedules};
+use stencil_cuda::{CodegenOptions, generate};
+
+fn ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("STENCIL_PTXAS") {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("ptxas"))
+        .find(|p| p.is_file())
+}
+
+/// Spill stores and loads reported by `ptxas -v`, summed over entries.
+fn assemble(ptxas: &PathBuf, ptx: &str, arch: u32, tag: &str) -> (u64, u64) {
+    let dir = std::env::temp_dir().join(format!("stencil-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join(format!("{tag}.ptx"));
+    std::fs::write(&file, ptx).expect("write ptx");
+    let out = Command::new(ptxas)
+        .arg(format!("-arch=sm_{arch}"))
+        .arg("-v")
+        .arg("-o")
+        .arg(dir.join(format!("{tag}.cubin")))
+        .arg(&file)
+        .output()
+        .expect("run ptxas");
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ptxas -arch=sm_{arch} rejected {tag}:\n{text}\n--- PTX ---\n{ptx}"
+    );
+    let mut spills = (0, 0);
+    for line in text.lines() {
+        if let Some(pos) = line.find("bytes spill stores") {
+            let n: u64 = line[..pos]
+                .trim()
+                .rsplit(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            spills.0 += n;
+            let rest = &line[pos..];
+            let loads = rest.split(',').nth(1).unwrap().trim();
+            spills.1 += loads.split(' ').next().unwrap().parse::<u64>().unwrap();
+        }
+    }
+    assert!(
+        text.contains("Used"),
+        "ptxas -v printed no resource usage:\n{text}"
+    );
+    let _ = std::fs::remove_file(&file);
+    spills
+}
+
+fn geometries(kernel: &Kernel, shape: &[usize]) -> Vec<Geometry> {
+    let halo = radius(kernel).max() as usize;
+    let esz = kernel.elem().size_bytes();
+    (0..kernel.fields.len())
+        .map(|_| Geometry::new(shape, halo, esz).expect("geometry"))
+        .collect()
+}
+
+fn shape_for(kernel: &Kernel) -> Vec<usize> {
+    match kernel.n_dims {
+        1 => vec![1000],
+        2 => vec![200, 300],
+        _ => vec![64, 48, 80],
+    }
+}
+
+fn check_all(kernels: &[Kernel], label: &str) {
+    let Some(ptxas) = ptxas() else {
+        println!("SKIP: ptxas not found");
+        return;
+    };
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(8);
+    let assembled: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                let ptxas = &ptxas;
+                scope.spawn(move || {
+                    kernels
+                        .iter()
+                        .enumerate()
+                        .skip(w)
+                        .step_by(workers)
+                        .map(|(i, k)| check_kernel(ptxas, i, k, label))
+                        .sum::<usize>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("worker")).sum()
+    });
+    println!("{label}: {assembled} modules assembled");
+}
+
+/// Assembles every sample schedule and the default of one kernel for every architecture;
+/// returns the number of modules assembled.
+fn check_kernel(ptxas: &PathBuf, i: usize, kernel: &Kernel, label: &str) -> usize {
+    let mut assembled = 0;
+    {
+        let shape = shape_for(kernel);
+        let geoms = geometries(kernel, &shape);
+        let mut schedules: Vec<GpuSchedule> = sample_schedules(kernel);
+        let default = default_schedule(kernel, &shape);
+        schedules.push(default);
+        for (s_idx, schedule) in schedules.iter().enumerate() {
+            for arch in [70, 80, 90] {
+                let g = generate(kernel, schedule, &geoms, arch, CodegenOptions::default())
+                    .unwrap_or_else(|e| panic!("{} {schedule:?}: {e}", kernel.name));
+                let tag = format!("{label}_{i}_{s_idx}_{arch}");
+                let (stores, loads) = assemble(ptxas, &g.ptx(), arch, &tag);
+                if *schedule == default {
+                    assert_eq!(
+                        (stores, loads),
+                        (0, 0),
+                        "default schedule of `{}` spills on sm_{arch}",
+                        kernel.name
+                    );
+                }
+                assembled += 1;
+            }
+        }
+    }
+    assembled
+}
+
+#[test]
+fn halo_gather_kernels_assemble() {
+    let Some(ptxas) = ptxas() else {
+        println!("SKIP: ptxas not found");
+        return;
+    };
+    for elem in [stencil_core::ElemType::F32, stencil_core::ElemType::F64] {
+        for arch in [70, 80, 90] {
+            let m = stencil_cuda::codegen::halo::generate_gather(elem, arch);
+            let spills = assemble(&ptxas, &m.to_string(), arch, &format!("halo_{elem}_{arch}"));
+            assert_eq!(spills, (0, 0));
+        }
+    }
+}
+
+#[test]
+fn seed_kernels_assemble_for_every_variant_and_arch() {
+    let (f64s, f32s) = common::seed_kernels();
+    check_all(&f64s, "seed64");
+    check_all(&f32s, "seed32");
+}
+
+#[test]
+fn random_stencils_assemble_for_every_variant_and_arch() {
+    check_all(&common::random_kernels(12), "random");
+}
