@@ -1,9 +1,195 @@
-//! stencil-tune: the tuner (not built yet; this crate holds its place in the workspace).
+//! stencil-tune: the backend-independent half of the tuner (DESIGN.md section 7).
 //!
-//! Planned (DESIGN.md section 7): search spaces that backends describe as plain data through
-//! core's types, strategies (exhaustive, model-ordered neighbourhood search, genetic algorithm,
-//! random sampling), robust measurement, a roofline model, and a persistent, versioned tuning
-//! cache keyed by the kernel's structural hash. It depends on stencil-core only and never names
-//! a backend.
+//! - [`search`]: budgets, stop reasons and the bookkeeping every strategy shares ([`Search`]);
+//! - [`strategy`]: exhaustive, random sampling, model-ordered neighbourhood search, genetic
+//!   algorithm;
+//! - [`model`]: the [`Model`] trait and the [`Roofline`] model (bytes and flops per point
+//!   against bandwidth and peak, plus a cache-fit term for block sizes);
+//! - [`measure`]: the [`Measure`] trait strategies measure through;
+//! - [`harness`]: robust timing of real runs (warm-up, minimum duration, median of repeats,
+//!   early abandon) and the machine's stream bandwidth;
+//! - [`simulated`]: replayed and synthetic timings for noise-free tests;
+//! - [`cache`]: the persistent, versioned tuning cache ("wisdom");
+//! - [`policy`](mod@policy): `off | quick | thorough | exhaustive`, from `STENCIL_TUNE` or the API.
 //!
-//! Today it exports nothing: `Launch::run` uses each backend's default schedule.
+//! It depends on stencil-core only and never names a backend: a backend describes its
+//! candidates as a `SearchSpace` (stencil-core) and answers legality
+//! and timings through [`Measure`]. [`tune`] ties a policy, a space and a source together.
+#![forbid(unsafe_code)]
+
+pub mod cache;
+pub mod harness;
+pub mod measure;
+pub mod model;
+pub mod policy;
+pub mod search;
+pub mod simulated;
+pub mod strategy;
+
+pub use cache::{CacheError, CacheKey, TunedEntry, TuningCache};
+pub use harness::{HarnessConfig, TimedMeasure, stream_bandwidth, time_runs};
+pub use measure::{Measure, Trial};
+pub use model::{Model, Roofline, RooflineModel};
+pub use policy::{Plan, PolicyError, TunePolicy, policy, set_policy};
+pub use search::{Bound, Budget, Found, Outcome, Progress, Search, StopReason};
+pub use strategy::{GeneticConfig, NeighbourhoodConfig, Strategy};
+
+use stencil_core::schedule::SearchSpace;
+
+/// Options of [`tune`] beyond the policy.
+#[derive(Clone, Copy, Default)]
+pub struct TuneOptions<'a> {
+    /// Orders and prunes candidates; also gives the start of the neighbourhood search.
+    pub model: Option<&'a dyn Model>,
+    /// The machine's bound for this kernel (seconds per sweep), for the bound stop.
+    pub bound_seconds: Option<f64>,
+    /// Seed of the strategies' random choices.
+    pub seed: u64,
+}
+
+/// Searches `space` through `measure` as `policy` plans it (see [`TunePolicy::plan`]),
+/// calling `progress` after every trial. Under [`TunePolicy::Off`] nothing is measured and the
+/// outcome has no best point: the caller uses the model's choice.
+pub fn tune(
+    policy: TunePolicy,
+    space: &SearchSpace,
+    measure: &mut dyn Measure,
+    options: TuneOptions<'_>,
+    progress: Option<&mut dyn FnMut(&Progress<'_>)>,
+) -> Outcome {
+    let plan = policy.plan(space.n_points(), options.bound_seconds);
+    let mut search = Search::new(space, measure, plan.budget);
+    if let Some(model) = options.model {
+        search = search.with_model(model, plan.prune_factor);
+    }
+    if let Some(hook) = progress {
+        search = search.with_progress(hook);
+    }
+    if let Some(strategy) = &plan.strategy {
+        strategy::run(strategy, &mut search, options.seed);
+    }
+    search.finish()
+}
+
+/// The legal point `model` predicts fastest, measuring nothing (what [`TunePolicy::Off`]
+/// runs). Spaces of up to 65536 points are ranked in full, larger ones from 4096 points drawn
+/// with `seed`. `None` when no legal point was found.
+pub fn model_choice(
+    space: &SearchSpace,
+    measure: &mut dyn Measure,
+    model: &dyn Model,
+    seed: u64,
+) -> Option<Vec<usize>> {
+    let search = Search::new(space, measure, Budget::trials(0)).with_model(model, f64::INFINITY);
+    let mut rng = stencil_core::rng::Rng::new(seed);
+    model::ranked_candidates(&search, &mut rng, 1 << 16, 4096)
+        .into_iter()
+        .next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simulated::{Simulated, landscapes};
+
+    fn space() -> SearchSpace {
+        SearchSpace::new()
+            .with_ints("a", 0..10)
+            .with_ints("b", 0..10)
+            .with_ints("c", 0..10)
+    }
+
+    #[test]
+    fn off_measures_nothing() {
+        let space = space();
+        let mut source =
+            Simulated::new(|p: &[usize]| Some(landscapes::bowl(vec![3, 3, 3], 0.1)(p)));
+        let outcome = tune(
+            TunePolicy::Off,
+            &space,
+            &mut source,
+            TuneOptions::default(),
+            None,
+        );
+        assert_eq!(outcome.trials, 0);
+        assert!(outcome.best.is_none());
+        assert!(source.log.is_empty());
+    }
+
+    #[test]
+    fn quick_starts_from_the_model_and_keeps_to_its_budget() {
+        let space = space();
+        let centre = vec![7, 2, 5];
+        let bowl = landscapes::bowl(centre.clone(), 0.1);
+        let mut source = Simulated::new(move |p: &[usize]| Some(bowl(p)));
+        let model_bowl = landscapes::bowl(centre.clone(), 0.1);
+        let model = move |p: &[usize]| model_bowl(p);
+        let mut progress_calls = 0;
+        let mut hook = |_: &Progress<'_>| progress_calls += 1;
+        let options = TuneOptions {
+            model: Some(&model),
+            bound_seconds: None,
+            seed: 1,
+        };
+        let outcome = tune(
+            TunePolicy::Quick,
+            &space,
+            &mut source,
+            options,
+            Some(&mut hook),
+        );
+        assert!(outcome.trials <= 24);
+        assert_eq!(outcome.best.expect("best").point, centre);
+        assert_eq!(progress_calls, outcome.trials);
+        // The model's best guess is the first point measured.
+        assert_eq!(source.log[0], centre);
+    }
+
+    #[test]
+    fn thorough_stops_at_the_bound() {
+        let space = space();
+        let bowl = landscapes::bowl(vec![7, 2, 5], 0.1);
+        let mut source = Simulated::new(move |p: &[usize]| Some(bowl(p)));
+        // The optimum takes 1 s and its neighbours 1.1 s; thorough stops within 2% of the
+        // bound, so a bound of 1.08 s is reached by those seven points only.
+        let options = TuneOptions {
+            model: None,
+            bound_seconds: Some(1.08),
+            seed: 3,
+        };
+        let outcome = tune(TunePolicy::Thorough, &space, &mut source, options, None);
+        assert_eq!(outcome.stop, StopReason::NearBound);
+        assert!(outcome.best.expect("best").trial.seconds <= 1.08 * 1.02);
+        assert!(outcome.trials < 200);
+    }
+
+    #[test]
+    fn the_model_choice_is_the_best_predicted_legal_point() {
+        let space = space();
+        // Illegal unless a <= 5; the model prefers large a, then b = 3, c = 8.
+        let mut source = Simulated::new(|p: &[usize]| (p[0] <= 5).then_some(1.0));
+        let model = |p: &[usize]| {
+            10.0 - p[0] as f64 + (p[1] as f64 - 3.0).abs() + (p[2] as f64 - 8.0).abs()
+        };
+        let choice = model_choice(&space, &mut source, &model, 0);
+        assert_eq!(choice, Some(vec![5, 3, 8]));
+        assert!(source.log.is_empty(), "nothing measured");
+    }
+
+    #[test]
+    fn exhaustive_policy_measures_every_point() {
+        let space = SearchSpace::new()
+            .with_ints("a", 0..30)
+            .with_ints("b", 0..4);
+        let mut source = Simulated::new(|p: &[usize]| Some(1.0 + (p[0] * 4 + p[1]) as f64 % 7.0));
+        let outcome = tune(
+            TunePolicy::Exhaustive,
+            &space,
+            &mut source,
+            TuneOptions::default(),
+            None,
+        );
+        assert_eq!(outcome.trials, 120);
+        assert_eq!(outcome.stop, StopReason::Completed);
+    }
+}

@@ -1,0 +1,287 @@
+//! Robust timing of real runs (YASK's method): warm-up, a minimum trial duration, the median of
+//! repeats, early abandon of a candidate clearly slower than the best so far, and the spread
+//! recorded with the result. Also the machine's stream bandwidth, measured once per machine and
+//! cached by the caller ([`TuningCache::store_bandwidth`](crate::cache::TuningCache::store_bandwidth)).
+//!
+//! The harness times a closure that runs one full sweep; it knows nothing of kernels. Pinning
+//! threads is the backend's job (its pool is pinned before the harness is called).
+
+use std::time::{Duration, Instant};
+
+use crate::measure::{Measure, Trial};
+
+/// Settings of [`time_runs`].
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct HarnessConfig {
+    /// Untimed runs first (caches, page faults, thread start-up).
+    pub warmup_runs: u32,
+    /// Each timed repeat lasts at least this long (short sweeps are run several times per
+    /// repeat and averaged).
+    pub min_repeat: Duration,
+    /// Timed repeats; the result is their median.
+    pub repeats: u32,
+    /// Abandon when a repeat's rate is below this fraction of the best rate so far, that is
+    /// when its time exceeds `best / abandon_ratio` (YASK: 0.8). 0 never abandons.
+    pub abandon_ratio: f64,
+}
+
+impl Default for HarnessConfig {
+    fn default() -> Self {
+        HarnessConfig {
+            warmup_runs: 1,
+            min_repeat: Duration::from_millis(20),
+            repeats: 3,
+            abandon_ratio: 0.8,
+        }
+    }
+}
+
+/// Times `run` (one sweep; `false` means it could not run) under `config`. Returns the median
+/// seconds per run and the spread, or `None` when `run` failed or the candidate was abandoned
+/// as clearly slower than `best_so_far`.
+pub fn time_runs(
+    config: &HarnessConfig,
+    best_so_far: Option<f64>,
+    run: &mut dyn FnMut() -> bool,
+) -> Option<Trial> {
+    let abandon_above = best_so_far
+        .filter(|_| config.abandon_ratio > 0.0)
+        .map(|best| best / config.abandon_ratio);
+    // Warm-up, which also estimates one run's time.
+    let mut estimate = f64::INFINITY;
+    for _ in 0..config.warmup_runs.max(1) {
+        let start = Instant::now();
+        if !run() {
+            return None;
+        }
+        estimate = estimate.min(start.elapsed().as_secs_f64());
+    }
+    if abandon_above.is_some_and(|limit| estimate > 2.0 * limit) {
+        // Even a cold run should not be twice the abandon limit: hopeless.
+        tracing::debug!(target: "stencil_tune::harness", estimate, "abandoned after warm-up");
+        return None;
+    }
+    let runs_per_repeat = if estimate > 0.0 {
+        (config.min_repeat.as_secs_f64() / estimate)
+            .ceil()
+            .clamp(1.0, 1.0e6) as u32
+    } else {
+        1
+    };
+    let mut times = Vec::with_capacity(config.repeats as usize);
+    for _ in 0..config.repeats.max(1) {
+        let start = Instant::now();
+        for _ in 0..runs_per_repeat {
+            if !run() {
+                return None;
+            }
+        }
+        let per_run = start.elapsed().as_secs_f64() / f64::from(runs_per_repeat);
+        if abandon_above.is_some_and(|limit| per_run > limit) {
+            tracing::debug!(target: "stencil_tune::harness", per_run, "abandoned: clearly slower than the best");
+            return None;
+        }
+        times.push(per_run);
+    }
+    Some(summarise(&times))
+}
+
+/// Median and relative spread of repeat times.
+fn summarise(times: &[f64]) -> Trial {
+    let mut sorted = times.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+    };
+    let spread = if median > 0.0 {
+        (sorted[n - 1] - sorted[0]) / median
+    } else {
+        0.0
+    };
+    Trial {
+        seconds: median,
+        spread,
+        repeats: n as u32,
+    }
+}
+
+/// A [`Measure`] that times a closure with the harness: `run(point)` runs one sweep with the
+/// schedule of `point` and returns `false` when the point cannot run.
+pub struct TimedMeasure<L, R> {
+    /// Harness settings.
+    pub config: HarnessConfig,
+    legal: L,
+    run: R,
+}
+
+impl<L, R> TimedMeasure<L, R>
+where
+    L: Fn(&[usize]) -> bool,
+    R: FnMut(&[usize]) -> bool,
+{
+    /// A source that asks `legal` about points and times `run`.
+    pub fn new(config: HarnessConfig, legal: L, run: R) -> Self {
+        TimedMeasure { config, legal, run }
+    }
+}
+
+impl<L, R> Measure for TimedMeasure<L, R>
+where
+    L: Fn(&[usize]) -> bool,
+    R: FnMut(&[usize]) -> bool,
+{
+    fn is_legal(&self, point: &[usize]) -> bool {
+        (self.legal)(point)
+    }
+
+    fn measure(&mut self, point: &[usize], best_so_far: Option<f64>) -> Option<Trial> {
+        let run = &mut self.run;
+        time_runs(&self.config, best_so_far, &mut || run(point))
+    }
+}
+
+/// The machine's memory bandwidth in bytes per second: the best of a few STREAM-triad sweeps
+/// (`a = b + s * c`, 24 bytes per element counting the write) over arrays of `elements` `f64`
+/// each, split over `threads` scoped threads. Use arrays several times larger than the last
+/// cache level (for example 2^24 elements).
+pub fn stream_bandwidth(elements: usize, threads: usize) -> f64 {
+    let threads = threads.max(1);
+    let elements = elements.max(threads);
+    let b: Vec<f64> = (0..elements).map(|i| (i % 97) as f64 * 0.5 + 1.0).collect();
+    let c: Vec<f64> = (0..elements)
+        .map(|i| (i % 89) as f64 * 0.25 + 2.0)
+        .collect();
+    let mut a = vec![0.0f64; elements];
+    let chunk = elements.div_ceil(threads);
+    let mut best = f64::INFINITY;
+    for round in 0..4 {
+        let scalar = 3.0 + f64::from(round);
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            for ((a, b), c) in a
+                .chunks_mut(chunk)
+                .zip(b.chunks(chunk))
+                .zip(c.chunks(chunk))
+            {
+                scope.spawn(move || {
+                    for ((x, y), z) in a.iter_mut().zip(b).zip(c) {
+                        *x = y + scalar * z;
+                    }
+                });
+            }
+        });
+        let seconds = start.elapsed().as_secs_f64();
+        if round > 0 {
+            best = best.min(seconds); // round 0 is the warm-up (page faults on `a`)
+        }
+    }
+    std::hint::black_box(&a);
+    24.0 * elements as f64 / best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn quick() -> HarnessConfig {
+        HarnessConfig {
+            warmup_runs: 2,
+            min_repeat: Duration::from_millis(2),
+            repeats: 5,
+            abandon_ratio: 0.8,
+        }
+    }
+
+    fn spin(d: Duration) {
+        let start = Instant::now();
+        while start.elapsed() < d {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn median_and_spread_of_known_times() {
+        let t = summarise(&[3.0, 1.0, 2.0]);
+        assert_eq!(t.seconds, 2.0);
+        assert_eq!(t.spread, 1.0);
+        assert_eq!(t.repeats, 3);
+        let t = summarise(&[4.0, 1.0, 2.0, 3.0]);
+        assert_eq!(t.seconds, 2.5);
+        assert!((t.spread - 3.0 / 2.5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn timing_is_close_to_the_real_duration_and_counts_warmup_and_repeats() {
+        let calls = Cell::new(0u32);
+        let mut run = || {
+            calls.set(calls.get() + 1);
+            spin(Duration::from_micros(500));
+            true
+        };
+        let trial = time_runs(&quick(), None, &mut run).expect("no abandon without a best");
+        assert!(
+            trial.seconds >= 0.0005 && trial.seconds < 0.05,
+            "{}",
+            trial.seconds
+        );
+        assert_eq!(trial.repeats, 5);
+        // 2 warm-up runs, then 5 repeats of at least 2 ms each at 0.5 ms per run: >= 4 runs each.
+        assert!(calls.get() >= 2 + 5 * 4, "{} calls", calls.get());
+    }
+
+    #[test]
+    fn a_clearly_slower_candidate_is_abandoned_early() {
+        let calls = Cell::new(0u32);
+        let mut run = || {
+            calls.set(calls.get() + 1);
+            spin(Duration::from_micros(1000));
+            true
+        };
+        // Best so far 0.3 ms: a 1 ms candidate is more than 1/0.8 times slower.
+        assert_eq!(time_runs(&quick(), Some(0.0003), &mut run), None);
+        // Abandoned after the warm-up (1 ms > 2 * 0.375 ms): no repeat ran.
+        assert_eq!(calls.get(), 2);
+        // A candidate much faster than the best is kept (generous margins: tests run in
+        // parallel on a loaded machine), and so is a slower one under a lenient ratio.
+        assert!(time_runs(&quick(), Some(0.05), &mut run).is_some());
+        let lenient = HarnessConfig {
+            abandon_ratio: 0.01,
+            ..quick()
+        };
+        assert!(time_runs(&lenient, Some(0.0005), &mut run).is_some());
+    }
+
+    #[test]
+    fn a_failing_run_gives_none() {
+        let mut run = || false;
+        assert_eq!(time_runs(&quick(), None, &mut run), None);
+    }
+
+    #[test]
+    fn timed_measure_asks_legality_and_times_the_point() {
+        let mut seen = Vec::new();
+        let mut m = TimedMeasure::new(
+            quick(),
+            |p: &[usize]| p[0] != 1,
+            |p: &[usize]| {
+                seen.push(p[0]);
+                true
+            },
+        );
+        assert!(!m.is_legal(&[1]));
+        assert!(m.is_legal(&[2]));
+        assert!(m.measure(&[2], None).is_some());
+        assert!(seen.iter().all(|&v| v == 2) && !seen.is_empty());
+    }
+
+    #[test]
+    fn stream_bandwidth_is_plausible() {
+        let bw = stream_bandwidth(1 << 20, 2);
+        // Between 100 MB/s and 10 TB/s on any machine that runs the tests.
+        assert!(bw > 1.0e8 && bw < 1.0e13, "{bw}");
+    }
+}

@@ -1,0 +1,255 @@
+//! How hard to tune: `off | quick | thorough | exhaustive`, from `STENCIL_TUNE` or the API, and
+//! the plan (strategy, budget, pruning, timing harness) each implies.
+//!
+//! | policy       | strategy                                   | trials | time  | bound stop | harness |
+//! |--------------|--------------------------------------------|--------|-------|------------|---------|
+//! | `off`        | none: the model's choice, no trial         | 0      | -     | -          | -       |
+//! | `quick`      | exhaustive if the space has <= 24 points, else neighbourhood search | 24 | 1 s | within 5% | 1 warm-up, 3 repeats of >= 5 ms |
+//! | `thorough`   | exhaustive if <= 200 points, else genetic algorithm | 200 | 20 s | within 2% | 1 warm-up, 5 repeats of >= 20 ms |
+//! | `exhaustive` | every point                                | all    | -     | -          | 2 warm-ups, 5 repeats of >= 50 ms |
+//!
+//! `quick` is the default. An unknown `STENCIL_TUNE` value is a [`PolicyError`], never a
+//! panic; an unset or empty variable means the default. [`set_policy`] overrides the variable
+//! for the whole process.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::harness::HarnessConfig;
+use crate::search::Budget;
+use crate::strategy::{GeneticConfig, NeighbourhoodConfig, Strategy};
+
+/// The environment variable read by [`policy`].
+pub const ENV_VAR: &str = "STENCIL_TUNE";
+
+/// How hard to tune (see the module documentation).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum TunePolicy {
+    /// No trials: use the model's choice.
+    Off,
+    /// A short model-ordered search (the default).
+    #[default]
+    Quick,
+    /// A longer global search.
+    Thorough,
+    /// Every point of the space.
+    Exhaustive,
+}
+
+/// An unknown policy name.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct PolicyError {
+    value: String,
+}
+
+impl PolicyError {
+    /// The rejected text.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown tuning policy `{}` ({ENV_VAR}): expected off, quick, thorough or exhaustive",
+            self.value
+        )
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+impl FromStr for TunePolicy {
+    type Err = PolicyError;
+
+    /// Parses `off`, `quick`, `thorough` or `exhaustive` (ASCII case and surrounding blanks
+    /// ignored).
+    fn from_str(s: &str) -> Result<TunePolicy, PolicyError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" => Ok(TunePolicy::Off),
+            "quick" => Ok(TunePolicy::Quick),
+            "thorough" => Ok(TunePolicy::Thorough),
+            "exhaustive" => Ok(TunePolicy::Exhaustive),
+            _ => Err(PolicyError {
+                value: s.to_string(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for TunePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TunePolicy::Off => "off",
+            TunePolicy::Quick => "quick",
+            TunePolicy::Thorough => "thorough",
+            TunePolicy::Exhaustive => "exhaustive",
+        })
+    }
+}
+
+/// What a policy does for one space.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Plan {
+    /// The strategy; `None` under [`TunePolicy::Off`].
+    pub strategy: Option<Strategy>,
+    /// Trial, time and bound limits.
+    pub budget: Budget,
+    /// Points predicted slower than this factor times the best measured time are skipped
+    /// (infinite: never).
+    pub prune_factor: f64,
+    /// How each candidate is timed.
+    pub harness: HarnessConfig,
+}
+
+impl TunePolicy {
+    /// The plan for a space of `n_points` points; `bound_seconds` (the roofline bound of the
+    /// kernel on this machine) enables the bound stop of `quick` and `thorough`.
+    pub fn plan(self, n_points: u64, bound_seconds: Option<f64>) -> Plan {
+        let harness = |warmup_runs, repeats, ms| HarnessConfig {
+            warmup_runs,
+            min_repeat: Duration::from_millis(ms),
+            repeats,
+            abandon_ratio: 0.8,
+        };
+        let with_bound = |budget: Budget, tolerance| match bound_seconds {
+            Some(seconds) => budget.with_bound(seconds, tolerance),
+            None => budget,
+        };
+        match self {
+            TunePolicy::Off => Plan {
+                strategy: None,
+                budget: Budget::trials(0),
+                prune_factor: f64::INFINITY,
+                harness: harness(0, 1, 0),
+            },
+            TunePolicy::Quick => Plan {
+                strategy: Some(if n_points <= 24 {
+                    Strategy::Exhaustive
+                } else {
+                    Strategy::Neighbourhood(NeighbourhoodConfig {
+                        restarts: 4,
+                        ..NeighbourhoodConfig::default()
+                    })
+                }),
+                budget: with_bound(Budget::trials(24).with_time(Duration::from_secs(1)), 0.05),
+                prune_factor: 1.5,
+                harness: harness(1, 3, 5),
+            },
+            TunePolicy::Thorough => Plan {
+                strategy: Some(if n_points <= 200 {
+                    Strategy::Exhaustive
+                } else {
+                    Strategy::Genetic(GeneticConfig {
+                        island_size: 10,
+                        generations: 25,
+                        ..GeneticConfig::default()
+                    })
+                }),
+                budget: with_bound(Budget::trials(200).with_time(Duration::from_secs(20)), 0.02),
+                prune_factor: 2.0,
+                harness: harness(1, 5, 20),
+            },
+            TunePolicy::Exhaustive => Plan {
+                strategy: Some(Strategy::Exhaustive),
+                budget: Budget::unlimited(),
+                prune_factor: f64::INFINITY,
+                harness: harness(2, 5, 50),
+            },
+        }
+    }
+}
+
+/// The process-wide override set by [`set_policy`].
+static OVERRIDE: Mutex<Option<TunePolicy>> = Mutex::new(None);
+
+/// Sets the policy for the whole process (`None` returns to `STENCIL_TUNE`).
+pub fn set_policy(policy: Option<TunePolicy>) {
+    *OVERRIDE.lock().unwrap_or_else(|e| e.into_inner()) = policy;
+}
+
+/// The policy in force: the [`set_policy`] override, else `STENCIL_TUNE`, else the default.
+pub fn policy() -> Result<TunePolicy, PolicyError> {
+    if let Some(p) = *OVERRIDE.lock().unwrap_or_else(|e| e.into_inner()) {
+        return Ok(p);
+    }
+    policy_from(std::env::var(ENV_VAR).ok().as_deref())
+}
+
+/// The policy named by a value of `STENCIL_TUNE` (`None` or blank: the default).
+pub fn policy_from(value: Option<&str>) -> Result<TunePolicy, PolicyError> {
+    match value {
+        None => Ok(TunePolicy::default()),
+        Some(v) if v.trim().is_empty() => Ok(TunePolicy::default()),
+        Some(v) => v.parse(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_name_and_rejects_others_with_an_error() {
+        assert_eq!("off".parse(), Ok(TunePolicy::Off));
+        assert_eq!(" Quick ".parse(), Ok(TunePolicy::Quick));
+        assert_eq!("THOROUGH".parse(), Ok(TunePolicy::Thorough));
+        assert_eq!("exhaustive".parse(), Ok(TunePolicy::Exhaustive));
+        let err = "fast".parse::<TunePolicy>().unwrap_err();
+        assert_eq!(err.value(), "fast");
+        assert!(
+            err.to_string()
+                .contains("expected off, quick, thorough or exhaustive")
+        );
+        for p in [
+            TunePolicy::Off,
+            TunePolicy::Quick,
+            TunePolicy::Thorough,
+            TunePolicy::Exhaustive,
+        ] {
+            assert_eq!(p.to_string().parse(), Ok(p));
+        }
+    }
+
+    #[test]
+    fn unset_or_blank_means_quick() {
+        assert_eq!(policy_from(None), Ok(TunePolicy::Quick));
+        assert_eq!(policy_from(Some("  ")), Ok(TunePolicy::Quick));
+        assert!(policy_from(Some("x")).is_err());
+    }
+
+    #[test]
+    fn override_wins_and_can_be_cleared() {
+        set_policy(Some(TunePolicy::Thorough));
+        assert_eq!(policy(), Ok(TunePolicy::Thorough));
+        set_policy(None);
+        // Back to the environment (whatever the test runner has; parsing must not panic).
+        let _ = policy();
+    }
+
+    #[test]
+    fn plans_follow_the_table() {
+        let off = TunePolicy::Off.plan(1000, Some(1.0));
+        assert_eq!(off.strategy, None);
+        assert_eq!(off.budget.max_trials, Some(0));
+        let quick_small = TunePolicy::Quick.plan(20, None);
+        assert_eq!(quick_small.strategy, Some(Strategy::Exhaustive));
+        assert_eq!(quick_small.budget.bound, None);
+        let quick = TunePolicy::Quick.plan(1000, Some(2.0));
+        assert!(matches!(quick.strategy, Some(Strategy::Neighbourhood(_))));
+        assert_eq!(quick.budget.max_trials, Some(24));
+        assert_eq!(
+            quick.budget.bound.map(|b| (b.seconds, b.tolerance)),
+            Some((2.0, 0.05))
+        );
+        let thorough = TunePolicy::Thorough.plan(1000, None);
+        assert!(matches!(thorough.strategy, Some(Strategy::Genetic(_))));
+        let all = TunePolicy::Exhaustive.plan(1 << 30, Some(1.0));
+        assert_eq!(all.strategy, Some(Strategy::Exhaustive));
+        assert_eq!(all.budget, Budget::unlimited());
+    }
+}
