@@ -49,6 +49,10 @@ pub use stencil_cpu::CpuBackend;
 pub use stencil_macros::stencil;
 pub use verify::{VerifyConfig, VerifyReport, verify, verify_with};
 
+// The GPU backend (stencil-cuda): PTX generated from the IR, run through the CUDA driver, or
+// in the PTX emulator on machines with no GPU.
+pub use stencil_cuda::{CudaBackend, CudaDevice, DeviceGrid, EmulatedGpu};
+
 /// The ndarray crate, re-exported so the types of [`Grid::interior`] can be named.
 #[cfg(feature = "ndarray")]
 pub use ndarray;

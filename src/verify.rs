@@ -18,6 +18,7 @@ use stencil_core::{
     analysis, interp,
 };
 use stencil_cpu::CpuBackend;
+use stencil_cuda::EmulatedGpu;
 
 /// How `verify` samples cases.
 #[derive(Clone, Debug)]
@@ -68,14 +69,22 @@ impl fmt::Display for VerifyReport {
     }
 }
 
-/// Verifies `stencil` on every available backend with the default [`VerifyConfig`].
+/// Verifies `stencil` with the default [`VerifyConfig`] on every backend available on any
+/// machine: the CPU backend, and the GPU code generator through the PTX emulator for every
+/// kernel the GPU backend accepts (so GPU code is checked on machines without a GPU). On a
+/// machine with a GPU, add [`CudaBackend`](crate::CudaBackend) through [`verify_with`].
 ///
 /// # Errors
 /// [`ErrorKind::VerificationFailed`] naming the backend, schedule, shape, point, expected and
 /// found values at the first disagreement; any error a backend returns.
 pub fn verify<T: Element>(stencil: &Stencil<T>) -> Result<VerifyReport> {
     let cpu: &dyn Backend<T> = CpuBackend::global();
-    verify_with(stencil, &[cpu], &VerifyConfig::default())
+    let emulated = EmulatedGpu::new();
+    let mut backends = vec![cpu];
+    if stencil_cuda::codegen::check_kernel(stencil.kernel()).is_ok() {
+        backends.push(&emulated);
+    }
+    verify_with(stencil, &backends, &VerifyConfig::default())
 }
 
 /// Verifies `stencil` on the given backends.

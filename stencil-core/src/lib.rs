@@ -18,6 +18,7 @@ pub mod grid;
 pub mod hash;
 pub mod interp;
 pub mod ir;
+pub mod passes;
 pub mod printer;
 pub mod random;
 pub mod rng;
@@ -36,7 +37,7 @@ pub use ir::{
     BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp, MAX_DIMS,
     MAX_RADIUS, Offset, Param, ParamId, Role, Stmt, UnaryOp,
 };
-pub use schedule::{CpuSchedule, GpuSchedule, Schedule};
+pub use schedule::{CpuSchedule, CpuStores, GpuSchedule, Schedule};
 pub use stencil::Stencil;
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};
 pub use view::{FieldView, FieldViewMut, Geometry};

@@ -76,6 +76,23 @@ impl<'a, T: Copy> RowArgs<'a, T> {
         &row.data[start..start + self.len]
     }
 
+    /// `len` elements (any length, not only the row's) of input number `input`, from the
+    /// row's start displaced by `offset`: the longer spans a generated loop reads when it
+    /// reuses partial sums along the row (see `stencil_core::passes::linear`).
+    ///
+    /// # Panics
+    /// If the span leaves the input's storage.
+    #[inline(always)]
+    pub fn input_span(&self, input: usize, offset: [isize; MAX_DIMS], len: usize) -> &'a [T] {
+        let row = &self.inputs[input];
+        let mut start = row.start as isize;
+        for (o, s) in offset.iter().zip(row.strides) {
+            start += o * s as isize;
+        }
+        let start = usize::try_from(start).expect("row span starts before the grid's storage");
+        &row.data[start..start + len]
+    }
+
     /// Value of parameter number `param` (declaration order).
     #[inline(always)]
     pub fn param(&self, param: usize) -> T {

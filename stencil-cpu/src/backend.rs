@@ -1,27 +1,27 @@
-//! [`Backend`] for [`CpuBackend`]: cutting a job into tiles and spreading them over the pool.
+//! [`Backend`] for [`CpuBackend`]: cutting a job into core blocks and running them on the pool
+//! under a static partition.
 //!
-//! A run picks its path once (the stencil's generated point loop, unless there is none or the
-//! schedule forces the generic evaluator), cuts the interior into the schedule's tiles, and
-//! hands tile indices to rayon. With all the pool's threads, every tile is a rayon item (work
-//! stealing balances uneven tiles); with fewer (`threads = n`), the tiles are dealt into `n`
-//! contiguous groups and each group runs on one worker. Each worker keeps one scratch space
-//! for all the tiles it runs.
+//! A run resolves the schedule into a plan (`schedules::plan`), picks its path once (the
+//! stencil's generated point loop, unless there is none or the schedule forces the generic
+//! evaluator), cuts the interior into the plan's core blocks, and broadcasts to the pool: each
+//! worker runs exactly the blocks the [`Partition`] gives it (no work stealing, so a point is
+//! always computed by the same pinned thread, the one that first-touched its pages). Each
+//! worker keeps one scratch space for all the blocks it runs.
 
-use rayon::prelude::*;
 use stencil_core::{
     Backend, CpuSchedule, Element, Error, ErrorKind, Job, Kernel, Result, Schedule,
 };
 
 use crate::generic::{GenericRun, Program};
 use crate::output_rows::OutputRows;
+use crate::partition::Partition;
 use crate::pool::CpuBackend;
 use crate::schedules;
 use crate::specialised::SpecialisedRun;
-use crate::tiling::Tiling;
 
 impl CpuBackend {
-    /// The default schedule for an interior of `shape`: about four tiles per thread, cut along
-    /// the outer dimensions (rows stay whole), or chunks of at least 4096 points in 1-D.
+    /// The default schedule for an interior of `shape`: about four core blocks per thread, cut
+    /// along the outer dimensions (rows stay whole), or chunks of at least 4096 points in 1-D.
     pub fn default_cpu_schedule(&self, shape: &[usize]) -> CpuSchedule {
         schedules::default_schedule(shape, self.threads())
     }
@@ -32,28 +32,38 @@ impl CpuBackend {
         schedules::sample_schedules(shape, self.threads())
     }
 
-    /// Runs `tile(scratch, index)` for every tile index below `n_tiles` on at most `workers`
-    /// threads of the pool, each worker with scratch space from `scratch`.
-    fn execute<S>(
+    /// Runs `block(scratch, index)` for every core block of `partition` on the worker that owns
+    /// it, each worker with scratch space from `scratch`.
+    pub(crate) fn execute<S>(
         &self,
-        n_tiles: usize,
-        workers: usize,
+        partition: Partition,
         scratch: impl Fn() -> S + Sync + Send,
-        tile: impl Fn(&mut S, usize) + Sync + Send,
+        block: impl Fn(&mut S, usize) + Sync + Send,
     ) {
-        let workers = workers.clamp(1, n_tiles.max(1));
-        self.pool().install(|| {
-            if workers >= self.threads().min(n_tiles) {
-                (0..n_tiles)
-                    .into_par_iter()
-                    .for_each_init(&scratch, |s, t| tile(s, t));
-            } else {
-                (0..workers).into_par_iter().for_each(|group| {
-                    let mut s = scratch();
-                    for t in group * n_tiles / workers..(group + 1) * n_tiles / workers {
-                        tile(&mut s, t);
+        if self.threads() == 1 {
+            // A pool of one thread: run on it without a broadcast.
+            self.pool().install(|| {
+                let mut s = scratch();
+                for w in 0..partition.workers() {
+                    for b in partition.blocks_of(w) {
+                        block(&mut s, b);
                     }
-                });
+                }
+            });
+            return;
+        }
+        let threads = self.threads();
+        self.pool().broadcast(|ctx| {
+            // Pool thread `i` runs the blocks of workers `i`, `i + threads`, ...: all of them
+            // when the schedule asks for no more workers than the pool has.
+            let mut s = None;
+            let mut w = ctx.index();
+            while w < partition.workers() {
+                let s = s.get_or_insert_with(&scratch);
+                for b in partition.blocks_of(w) {
+                    block(s, b);
+                }
+                w += threads;
             }
         });
     }
@@ -94,11 +104,8 @@ impl<T: Element> Backend<T> for CpuBackend {
             }
         };
         let stencil = job.stencil();
-        let tiling = Tiling::new(job.shape(), &schedule.tile);
-        let workers = match schedule.threads {
-            0 => self.threads(),
-            n => n.min(self.threads()),
-        };
+        let plan = schedules::plan(&schedule, job.shape(), self.threads());
+        let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         let rows = stencil.cpu_rows().filter(|_| !schedule.force_generic);
         let kernel = stencil.kernel();
         let (inputs, outputs, params) = job.parts_mut();
@@ -109,23 +116,15 @@ impl<T: Element> Backend<T> for CpuBackend {
             .collect::<Result<Vec<_>>>()?;
         match rows {
             Some(rows) => {
-                let run = SpecialisedRun::new(rows, tiling, inputs, &outputs, params);
-                self.execute(
-                    tiling.n_tiles(),
-                    workers,
-                    || run.scratch(),
-                    |s, t| run.run_tile(s, t),
-                );
+                let run =
+                    SpecialisedRun::new(rows, plan.tiling, inputs, &outputs, params, plan.rows);
+                self.execute(partition, || run.scratch(), |s, t| run.run_tile(s, t));
             }
             None => {
                 let program = Program::compile(kernel);
-                let run = GenericRun::new(program, tiling, inputs, &outputs, params);
-                self.execute(
-                    tiling.n_tiles(),
-                    workers,
-                    || run.scratch(),
-                    |s, t| run.run_tile(s, t),
-                );
+                let options = (plan.rows.row_block, plan.rows.streaming);
+                let run = GenericRun::new(program, plan.tiling, inputs, &outputs, params, options);
+                self.execute(partition, || run.scratch(), |s, t| run.run_tile(s, t));
             }
         }
         Ok(())

@@ -8,6 +8,12 @@
 //! built at run time and `force_generic` schedules, to a row-vectorised IR evaluator
 //! (`generic`). Both write interior points only, and nothing else.
 //!
+//! The schedule space ([`ScheduleSpace`]) is derived from the machine's described
+//! capabilities ([`Machine`]: cores, caches and NUMA nodes from sysfs, vector width by run-time
+//! detection). Core blocks are dealt to workers by a static [`Partition`] (no work stealing),
+//! which [`CpuBackend::first_touch`] also uses to place grid pages; outputs may be written with
+//! streaming stores (module `streaming`).
+//!
 //! Assumes what [`stencil_core::Job::new`] checks: all grids share the interior shape, input
 //! halos cover the kernel's radius, and outputs share storage with nothing; checks itself that
 //! every output's layout is one [`stencil_core::Geometry::new`] produces. That is what makes
@@ -16,12 +22,22 @@
 //! read through safe, bounds-checked slices.
 
 mod backend;
+mod first_touch;
 mod generic;
+mod machine;
 mod output_rows;
+mod partition;
 mod pool;
 mod schedules;
+mod space;
 mod specialised;
+mod streaming;
 mod tiling;
 
+pub use machine::{Machine, Topology};
+pub use partition::Partition;
 pub use pool::{CpuBackend, THREADS_ENV};
-pub use schedules::MIN_1D_CHUNK;
+pub use schedules::{DEFAULT_STREAMING_ROW_BLOCK, MIN_1D_CHUNK};
+pub use space::ScheduleSpace;
+pub use stencil_core::{CpuSchedule, CpuStores};
+pub use streaming::StreamWidth;

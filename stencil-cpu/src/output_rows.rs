@@ -85,6 +85,49 @@ impl<'a, T> OutputRows<'a, T> {
     }
 }
 
+/// A mutable slice shared by several threads that each take disjoint ranges of it.
+#[derive(Debug)]
+pub(crate) struct SharedSlice<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _storage: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: as for `OutputRows`: only disjoint ranges are ever handed out (the contract of
+// `range`), so sharing is as sound as sending the disjoint `&mut [T]` pieces.
+unsafe impl<T: Send> Send for SharedSlice<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SharedSlice<'_, T> {}
+
+impl<'a, T> SharedSlice<'a, T> {
+    /// Shares `data` (mutably borrowed for `'a`).
+    pub(crate) fn new(data: &'a mut [T]) -> Self {
+        SharedSlice {
+            ptr: data.as_mut_ptr(),
+            len: data.len(),
+            _storage: PhantomData,
+        }
+    }
+
+    /// The elements in `range`.
+    ///
+    /// # Panics
+    /// If `range` is not inside the slice.
+    ///
+    /// # Safety
+    /// No other slice returned by `range` and overlapping this one may be alive while the
+    /// returned slice is.
+    pub(crate) unsafe fn range(&self, range: std::ops::Range<usize>) -> &'a mut [T] {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "range outside the slice"
+        );
+        // SAFETY: the range is inside the slice that `ptr` borrows mutably for `'a` (checked
+        // above), and the caller guarantees no overlapping slice is alive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

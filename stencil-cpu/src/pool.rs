@@ -2,8 +2,14 @@
 //!
 //! Each backend owns a rayon `ThreadPool` (never rayon's global pool, so a user's own rayon
 //! work does not compete with it for the same workers). Worker `i` is pinned to the `i`-th core
-//! the process may run on when the pool has no more threads than there are such cores; pinning
-//! is best effort (a failure leaves the thread unpinned). How a job is cut into tiles and spread
+//! the machine's NUMA topology places it on ([`Topology::placement`]: consecutive workers share
+//! a node, so the static partition's contiguous ranges are node-local), or to the `i`-th core
+//! the process may run on when that core is not available, when the pool has no more threads
+//! than there are such cores; pinning is best effort (a failure leaves the thread unpinned).
+//! All nodes' workers share one pool: jobs are statically partitioned by worker index
+//! (`partition`), so a per-node pool would add nothing but a second level of dispatch.
+//!
+//! [`Topology::placement`]: crate::Topology::placement How a job is cut into tiles and spread
 //! over the pool lives in `backend`.
 
 use std::sync::OnceLock;
@@ -41,9 +47,16 @@ impl CpuBackend {
             .num_threads(threads)
             .thread_name(|i| format!("stencil-cpu-{i}"));
         if pinned {
+            let topology = crate::machine::Machine::detect().topology.clone();
             builder = builder.start_handler(move |i| {
+                let (_, cpu) = topology.placement(i, threads);
+                let core = cores
+                    .iter()
+                    .find(|c| c.id == cpu)
+                    .copied()
+                    .unwrap_or(cores[i]);
                 // Best effort: an unpinned worker is slower at worst, never wrong.
-                let _ = core_affinity::set_for_current(cores[i]);
+                let _ = core_affinity::set_for_current(core);
             });
         }
         let pool = builder.build().map_err(|e| {
@@ -82,6 +95,36 @@ impl CpuBackend {
     /// failed to pin runs unpinned).
     pub fn pinned(&self) -> bool {
         self.pinned
+    }
+
+    /// Copies `src` into `dst` (equal lengths) on every worker of the pool, each copying one
+    /// contiguous share, with streaming stores if `streaming` (a STREAM-copy measurement of
+    /// the machine's bandwidth; also a parallel first touch of `dst`).
+    ///
+    /// # Panics
+    /// If the lengths differ.
+    pub fn stream_copy<T: stencil_core::Element>(&self, dst: &mut [T], src: &[T], streaming: bool) {
+        assert_eq!(dst.len(), src.len(), "stream_copy: unequal lengths");
+        // Blocks of 4096 elements: plain copies of this size use ordinary stores (a libc
+        // memcpy of a whole share could switch to streaming stores by itself).
+        const BLOCK: usize = 4096;
+        let n_blocks = dst.len().div_ceil(BLOCK);
+        let partition = crate::Partition::new(n_blocks, self.threads, 0);
+        let dst = crate::output_rows::SharedSlice::new(dst);
+        self.execute(
+            partition,
+            || (),
+            |_, b| {
+                let range = b * BLOCK..((b + 1) * BLOCK).min(src.len());
+                // SAFETY: the blocks of a partition are disjoint ranges of `dst`, each
+                // handed out once.
+                let out = unsafe { dst.range(range.clone()) };
+                crate::streaming::copy_to(out, &src[range], streaming);
+                if streaming {
+                    crate::streaming::fence();
+                }
+            },
+        );
     }
 
     /// The pool the backend's work runs on.

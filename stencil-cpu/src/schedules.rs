@@ -9,7 +9,14 @@
 //! cost vanishes). Cache blocking proper (core blocks sized to the last-level cache) is the
 //! tuner's business.
 
-use stencil_core::{CpuSchedule, MAX_DIMS};
+use stencil_core::{CpuSchedule, CpuStores, MAX_DIMS};
+
+use crate::specialised::RowPlan;
+use crate::tiling::Tiling;
+
+/// Points per point-loop call when streaming and the schedule leaves it to the backend: the
+/// per-worker output buffers stay in the first-level cache.
+pub const DEFAULT_STREAMING_ROW_BLOCK: usize = 1024;
 
 /// Fewest points per tile of a 1-D interior under the default schedule.
 pub const MIN_1D_CHUNK: usize = 4096;
@@ -41,9 +48,61 @@ pub(crate) fn default_schedule(shape: &[usize], threads: usize) -> CpuSchedule {
     }
 }
 
+/// A schedule resolved against a job: everything the executor needs, no "default" left.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    pub(crate) tiling: Tiling,
+    pub(crate) workers: usize,
+    pub(crate) chunk: usize,
+    pub(crate) rows: RowPlan,
+}
+
+/// Resolves `schedule` for an interior of `shape` on a pool of `threads` threads: all-zero
+/// tiles become the default tiles, `threads = 0` the whole pool, `Auto` stores plain stores,
+/// row block 0 the whole row (or [`DEFAULT_STREAMING_ROW_BLOCK`] when streaming).
+///
+/// `Auto` does not stream: on the development machine (2 Zen 5 cores) the streaming path, which
+/// computes a block into a first-level buffer and then streams it out, was no faster than plain
+/// stores for any of the benchmark's workloads (examples/bench), so streaming is left to
+/// schedules that ask for it (the tuner's sweep includes it).
+pub(crate) fn plan(schedule: &CpuSchedule, shape: &[usize], threads: usize) -> Plan {
+    let workers = match schedule.threads {
+        0 => threads,
+        n => n.min(threads),
+    }
+    .max(1);
+    let n_dims = shape.len().min(MAX_DIMS);
+    let tile = if schedule.tile[..n_dims].iter().all(|&t| t == 0) {
+        default_schedule(shape, workers).tile
+    } else {
+        schedule.tile
+    };
+    let streaming = match schedule.stores {
+        CpuStores::Plain => false,
+        CpuStores::Streaming => true,
+        CpuStores::Auto => false,
+    };
+    let row_block = match schedule.row_block {
+        0 if streaming => DEFAULT_STREAMING_ROW_BLOCK,
+        0 => usize::MAX,
+        n => n,
+    };
+    Plan {
+        tiling: Tiling::new(shape, &tile),
+        workers,
+        chunk: schedule.chunk,
+        rows: RowPlan {
+            row_block,
+            streaming,
+            prefetch: schedule.prefetch,
+        },
+    }
+}
+
 /// A varied sample of legal schedules for an interior of `shape` on `threads` threads: the
 /// default, tiles that do not divide the shape, single-index outer tiles, tiles larger than the
-/// shape, one thread, two threads, the generic path, and a row-length limit of 3 points.
+/// shape, one thread, two threads, the generic path, a row-length limit of 3 points, streaming
+/// stores with blocks that do not divide rows, round-robin chunks, and prefetching.
 pub(crate) fn sample_schedules(shape: &[usize], threads: usize) -> Vec<CpuSchedule> {
     let n_dims = shape.len().min(MAX_DIMS);
     let default = default_schedule(shape, threads);
@@ -63,7 +122,16 @@ pub(crate) fn sample_schedules(shape: &[usize], threads: usize) -> Vec<CpuSchedu
         tile,
         threads,
         force_generic,
+        ..CpuSchedule::default()
     };
+    let streaming =
+        |tile: [usize; MAX_DIMS], row_block: usize, chunk: usize, generic: bool| CpuSchedule {
+            stores: CpuStores::Streaming,
+            row_block,
+            chunk,
+            prefetch: 2,
+            ..with(tile, 0, generic)
+        };
     vec![
         default,
         with(odd, 0, false),
@@ -75,6 +143,15 @@ pub(crate) fn sample_schedules(shape: &[usize], threads: usize) -> Vec<CpuSchedu
         with(odd, 0, true),
         with(short_rows, 0, false),
         with(short_rows, 1, true),
+        streaming(default.tile, 0, 0, false),
+        streaming(odd, 5, 1, false),
+        streaming(odd, 3, 2, true),
+        CpuSchedule {
+            stores: CpuStores::Plain,
+            row_block: 9,
+            chunk: 3,
+            ..with(outer_ones, 2, false)
+        },
     ]
 }
 
@@ -107,10 +184,41 @@ mod tests {
     }
 
     #[test]
+    fn plans_resolve_the_defaults() {
+        let s = CpuSchedule::default();
+        let big = [256, 256, 256];
+        let p = plan(&s, &big, 2);
+        assert!(!p.rows.streaming);
+        assert_eq!(p.rows.row_block, usize::MAX);
+        assert_eq!(p.workers, 2);
+        assert_eq!(p.tiling, Tiling::new(&big, &default_schedule(&big, 2).tile));
+        let forced = CpuSchedule {
+            stores: CpuStores::Streaming,
+            threads: 7,
+            ..s
+        };
+        let p = plan(&forced, &[4, 4], 2);
+        assert!(p.rows.streaming);
+        assert_eq!(p.rows.row_block, DEFAULT_STREAMING_ROW_BLOCK);
+        assert_eq!(p.workers, 2);
+    }
+
+    #[test]
     fn the_sample_covers_the_promised_variety() {
         let shape = [7, 5, 13];
         let sample = sample_schedules(&shape, 4);
-        assert!(sample.len() >= 6 && sample.len() <= 10);
+        assert!(sample.len() >= 6 && sample.len() <= 14);
+        assert!(
+            sample
+                .iter()
+                .any(|s| s.stores == CpuStores::Streaming && s.force_generic)
+        );
+        assert!(
+            sample
+                .iter()
+                .any(|s| s.stores == CpuStores::Streaming && !s.force_generic)
+        );
+        assert!(sample.iter().any(|s| s.chunk > 0 && s.prefetch > 0));
         assert!(sample.iter().any(|s| s.force_generic));
         assert!(sample.iter().any(|s| !s.force_generic));
         assert!(sample.iter().any(|s| s.threads == 1));

@@ -100,7 +100,7 @@ fn a_thread_limit_below_the_pool_size_is_respected() {
         let schedule = CpuSchedule {
             tile: [1, 0, 0, 0],
             threads,
-            force_generic: false,
+            ..CpuSchedule::default()
         };
         backend.run(&mut job, &Schedule::Cpu(schedule)).unwrap();
         drop(job);

@@ -4,11 +4,13 @@
 
 mod cpu;
 mod gpu;
+mod space;
 
-pub use cpu::CpuSchedule;
-pub use gpu::GpuSchedule;
+pub use cpu::{CpuSchedule, CpuStores};
+pub use gpu::{GpuSchedule, GpuVariant, MergeKind};
+pub use space::{DimValue, Dimension, SearchSpace, Searchable};
 
-/// A schedule for some backend (the algorithm is the [`Kernel`]; this is how it runs).
+/// A schedule for some backend (the algorithm is the [`Kernel`](crate::Kernel); this is how it runs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[non_exhaustive]
 pub enum Schedule {

@@ -14,6 +14,7 @@ mod program;
 use stencil_core::{Element, FieldView, Geometry};
 
 use crate::output_rows::OutputRows;
+use crate::streaming;
 use crate::tiling::{Tiling, row_stride};
 
 pub(crate) use program::Program;
@@ -38,6 +39,8 @@ pub(crate) struct GenericRun<'r, T> {
     read_deltas: Vec<isize>,
     /// Elements per scratch slot.
     slot_len: usize,
+    /// Whether outputs are written with streaming stores.
+    streaming: bool,
 }
 
 /// Per-worker scratch space.
@@ -54,13 +57,16 @@ pub(crate) struct EvalScratch<'r, T> {
 }
 
 impl<'r, T: Element> GenericRun<'r, T> {
-    /// Prepares `program` to run over `tiling` with the given grids and parameters.
+    /// Prepares `program` to run over `tiling` with the given grids and parameters, in chunks
+    /// of at most `row_block` points (and [`CHUNK`]), storing with streaming stores if
+    /// `streaming`.
     pub(crate) fn new(
         program: Program,
         tiling: Tiling,
         inputs: &'r [FieldView<'r, T>],
         outputs: &'r [OutputRows<'r, T>],
         params: &'r [T],
+        (row_block, streaming): (usize, bool),
     ) -> Self {
         let read_deltas = program
             .reads
@@ -74,7 +80,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
                     .sum()
             })
             .collect();
-        let slot_len = tiling.max_row_len().min(CHUNK);
+        let slot_len = tiling.max_row_len().min(CHUNK).min(row_block.max(1));
         let grids: Vec<Geometry> = inputs
             .iter()
             .map(|view| view.geom)
@@ -91,6 +97,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
             row_strides,
             read_deltas,
             slot_len,
+            streaming,
         }
     }
 
@@ -153,6 +160,9 @@ impl<'r, T: Element> GenericRun<'r, T> {
         scratch.bases = bases;
         for slot in &mut scratch.outputs {
             *slot = Default::default();
+        }
+        if self.streaming {
+            streaming::fence();
         }
     }
 
@@ -225,7 +235,8 @@ impl<'r, T: Element> GenericRun<'r, T> {
             }
         }
         for (out, &source) in outputs.iter_mut().zip(&self.program.stores) {
-            out[at..at + n].copy_from_slice(operand(real, read_rows, source, len, n));
+            let values = operand(real, read_rows, source, len, n);
+            streaming::copy_to(&mut out[at..at + n], values, self.streaming);
         }
     }
 }

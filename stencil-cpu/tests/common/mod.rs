@@ -189,6 +189,7 @@ pub(crate) fn schedules_for(backend: &CpuBackend, shape: &[usize]) -> Vec<CpuSch
             tile,
             threads,
             force_generic,
+            ..CpuSchedule::default()
         });
     }
     all

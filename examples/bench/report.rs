@@ -1,0 +1,264 @@
+//! The benchmark's output: the readable table, JSON lines, and the SVG bar chart.
+
+use std::fmt::Write as _;
+
+/// Median, min and max of a list of times in milliseconds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stats {
+    /// Median.
+    pub(crate) median: f64,
+    /// Fastest.
+    pub(crate) min: f64,
+    /// Slowest.
+    pub(crate) max: f64,
+}
+
+impl Stats {
+    /// Statistics of `times` (not empty).
+    pub(crate) fn of(mut times: Vec<f64>) -> Stats {
+        times.sort_by(f64::total_cmp);
+        let n = times.len();
+        let median = if n % 2 == 1 {
+            times[n / 2]
+        } else {
+            0.5 * (times[n / 2 - 1] + times[n / 2])
+        };
+        Stats {
+            median,
+            min: times[0],
+            max: times[n - 1],
+        }
+    }
+}
+
+/// One measured implementation of one workload.
+pub(crate) struct Row {
+    /// Workload name.
+    pub(crate) workload: &'static str,
+    /// Implementation name.
+    pub(crate) imp: String,
+    /// Threads.
+    pub(crate) threads: usize,
+    /// Times.
+    pub(crate) stats: Stats,
+    /// Interior points.
+    pub(crate) points: usize,
+    /// Compulsory bytes per point.
+    pub(crate) bytes_per_point: usize,
+    /// Non-temporal copy bandwidth with the same threads, GB/s.
+    pub(crate) nt_gbs: f64,
+    /// Median time of the naive rows+rayon baseline with the same threads.
+    pub(crate) naive_rayon_ms: f64,
+    /// The schedule, for library rows.
+    pub(crate) schedule: Option<String>,
+}
+
+impl Row {
+    /// Billions of points per second at the median.
+    pub(crate) fn gpts(&self) -> f64 {
+        self.points as f64 / (self.stats.median * 1e-3) / 1e9
+    }
+    /// GB/s at compulsory bytes per point, at the median.
+    pub(crate) fn gbs(&self) -> f64 {
+        self.gpts() * self.bytes_per_point as f64
+    }
+    /// Achieved over non-temporal copy bandwidth.
+    pub(crate) fn roofline_fraction(&self) -> f64 {
+        self.gbs() / self.nt_gbs
+    }
+
+    /// The row as one JSON object.
+    pub(crate) fn json(&self) -> String {
+        let mut s = format!(
+            "{{\"workload\":\"{}\",\"impl\":\"{}\",\"threads\":{},\"ms_median\":{:.4},\
+             \"ms_min\":{:.4},\"ms_max\":{:.4},\"gpts\":{:.4},\"bytes_per_point\":{},\
+             \"gbs\":{:.3},\"roofline_fraction\":{:.4},\"speedup_vs_naive_rayon\":{:.3}",
+            self.workload,
+            self.imp,
+            self.threads,
+            self.stats.median,
+            self.stats.min,
+            self.stats.max,
+            self.gpts(),
+            self.bytes_per_point,
+            self.gbs(),
+            self.roofline_fraction(),
+            self.naive_rayon_ms / self.stats.median,
+        );
+        if let Some(schedule) = &self.schedule {
+            let _ = write!(s, ",\"schedule\":\"{}\"", schedule.replace('"', "'"));
+        }
+        s.push('}');
+        s
+    }
+}
+
+/// One STREAM-copy measurement.
+pub(crate) struct StreamRow {
+    /// `copy-plain` or `copy-nt`.
+    pub(crate) stream: &'static str,
+    /// Threads.
+    pub(crate) threads: usize,
+    /// Times.
+    pub(crate) stats: Stats,
+    /// GB/s at 16 bytes per element (read + write), at the median.
+    pub(crate) gbs: f64,
+}
+
+impl StreamRow {
+    /// The measurement as one JSON object.
+    pub(crate) fn json(&self) -> String {
+        format!(
+            "{{\"stream\":\"{}\",\"threads\":{},\"gbs\":{:.3},\"ms_median\":{:.4},\"ms_min\":{:.4},\"ms_max\":{:.4}}}",
+            self.stream, self.threads, self.gbs, self.stats.median, self.stats.min, self.stats.max
+        )
+    }
+}
+
+/// The readable table.
+pub(crate) fn table(streams: &[StreamRow], rows: &[Row]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "STREAM copy (16 B per element moved):");
+    for s in streams {
+        let _ = writeln!(
+            out,
+            "  {:<11} {} thr  {:>7.2} GB/s  (median {:.2} ms, {:.2}-{:.2})",
+            s.stream, s.threads, s.gbs, s.stats.median, s.stats.min, s.stats.max
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<13} {:<20} {:>3} {:>9} {:>17} {:>7} {:>7} {:>7} {:>8}",
+        "workload", "impl", "thr", "median ms", "min-max ms", "GPt/s", "GB/s", "%NTcopy", "x naive"
+    );
+    let mut last = "";
+    for r in rows {
+        if r.workload != last && !last.is_empty() {
+            out.push('\n');
+        }
+        last = r.workload;
+        let _ = writeln!(
+            out,
+            "{:<13} {:<20} {:>3} {:>9.2} {:>8.2}-{:<8.2} {:>7.3} {:>7.2} {:>6.1}% {:>7.2}x",
+            r.workload,
+            r.imp,
+            r.threads,
+            r.stats.median,
+            r.stats.min,
+            r.stats.max,
+            r.gpts(),
+            r.gbs(),
+            100.0 * r.roofline_fraction(),
+            r.naive_rayon_ms / r.stats.median,
+        );
+    }
+    out
+}
+
+/// A grouped bar chart of GB/s per workload, thread count and implementation, with the
+/// non-temporal copy bandwidth of each thread count as a dashed line.
+pub(crate) fn svg(streams: &[StreamRow], rows: &[Row]) -> String {
+    let imps: Vec<&str> = {
+        let mut v: Vec<&str> = Vec::new();
+        for r in rows {
+            if !v.contains(&r.imp.as_str()) {
+                v.push(&r.imp);
+            }
+        }
+        v
+    };
+    let mut groups: Vec<(&str, usize)> = Vec::new();
+    for r in rows {
+        if !groups.contains(&(r.workload, r.threads)) {
+            groups.push((r.workload, r.threads));
+        }
+    }
+    let colours = [
+        "#9e9e9e", "#616161", "#64b5f6", "#1565c0", "#ef6c00", "#2e7d32",
+    ];
+    let max_gbs = rows
+        .iter()
+        .map(Row::gbs)
+        .chain(streams.iter().map(|s| s.gbs))
+        .fold(1.0, f64::max)
+        * 1.1;
+    let (bar, gap, left, top, height) = (14.0, 18.0, 60.0, 40.0, 300.0);
+    let group_w = bar * imps.len() as f64 + gap;
+    let width = left + group_w * groups.len() as f64 + 20.0;
+    let y = |gbs: f64| top + height * (1.0 - gbs / max_gbs);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{:.0}\" \
+         font-family=\"sans-serif\" font-size=\"11\">",
+        top + height + 110.0
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{left}\" y=\"20\" font-size=\"14\">GB/s at compulsory bytes per point \
+         (dashed: non-temporal STREAM copy)</text>"
+    );
+    for tick in 0..=5 {
+        let v = max_gbs * f64::from(tick) / 5.0;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{left}\" x2=\"{width:.0}\" y1=\"{0:.1}\" y2=\"{0:.1}\" stroke=\"#eee\"/>\
+             <text x=\"{1:.0}\" y=\"{0:.1}\" text-anchor=\"end\">{v:.0}</text>",
+            y(v),
+            left - 4.0
+        );
+    }
+    for (g, (workload, threads)) in groups.iter().enumerate() {
+        let x0 = left + g as f64 * group_w;
+        for (k, imp) in imps.iter().enumerate() {
+            if let Some(r) = rows
+                .iter()
+                .find(|r| r.workload == *workload && r.threads == *threads && r.imp == *imp)
+            {
+                let x = x0 + k as f64 * bar;
+                let _ = writeln!(
+                    s,
+                    "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"/>",
+                    y(r.gbs()),
+                    bar - 1.0,
+                    top + height - y(r.gbs()),
+                    colours[k % colours.len()]
+                );
+            }
+        }
+        if let Some(nt) = streams
+            .iter()
+            .find(|st| st.stream == "copy-nt" && st.threads == *threads)
+        {
+            let _ = writeln!(
+                s,
+                "<line x1=\"{x0:.1}\" x2=\"{:.1}\" y1=\"{1:.1}\" y2=\"{1:.1}\" stroke=\"#c62828\" \
+                 stroke-dasharray=\"4 3\"/>",
+                x0 + group_w - gap,
+                y(nt.gbs)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{workload}</text>\
+             <text x=\"{0:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{threads} thr</text>",
+            x0 + (group_w - gap) / 2.0,
+            top + height + 15.0,
+            top + height + 28.0
+        );
+    }
+    for (k, imp) in imps.iter().enumerate() {
+        let ly = top + height + 45.0 + 14.0 * (k / 3) as f64;
+        let lx = left + 220.0 * (k % 3) as f64;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{lx:.0}\" y=\"{:.0}\" width=\"10\" height=\"10\" fill=\"{}\"/>\
+             <text x=\"{:.0}\" y=\"{ly:.0}\">{imp}</text>",
+            ly - 9.0,
+            colours[k % colours.len()],
+            lx + 14.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}

@@ -1,0 +1,410 @@
+//! The benchmark's workloads: the kernels (written with `stencil!`), their grids, and the
+//! hand-written baselines (a plain rows loop, serial or over rayon's planes).
+//!
+//! Every grid has a halo of 1 (what the kernels need) and the same shape within a workload,
+//! so all grids share one layout and a row starts at the same storage index in all of them.
+//! Inputs are first-touched by the library's backend under its default schedule.
+
+#![allow(clippy::needless_range_loop)] // The baselines index like plain user code does.
+
+use rayon::prelude::*;
+use stencil::prelude::*;
+use stencil::{CpuBackend, CpuSchedule, Geometry, Schedule, Stencil};
+
+stencil! {
+    /// W1: the 7-point 3-D stencil.
+    pub(crate) fn heat7(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
+                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
+    }
+
+    /// W2: the 27-point 3-D stencil (centre, 6 faces, 12 edges, 8 corners).
+    pub(crate) fn jacobi27(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64, c2: f64, c3: f64) {
+        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
+            + u[i, j, k-1] + u[i, j, k+1];
+        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
+            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
+            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
+        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
+            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
+        out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
+    }
+
+    /// W3: the 5-point 2-D stencil.
+    pub(crate) fn five_point(u: &Grid2<f64>, out: &mut Grid2<f64>, c0: f64, c1: f64) {
+        out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
+    }
+
+    /// Kamil's Divergence: three inputs, one output.
+    pub(crate) fn divergence(x: &Grid3<f64>, y: &Grid3<f64>, z: &Grid3<f64>, u: &mut Grid3<f64>,
+                      alpha: f64, beta: f64, gamma: f64) {
+        u[i, j, k] = alpha * (x[i+1, j, k] - x[i-1, j, k])
+            + beta * (y[i, j+1, k] - y[i, j-1, k])
+            + gamma * (z[i, j, k+1] - z[i, j, k-1]);
+    }
+
+    /// Kamil's Gradient: one input, three outputs.
+    pub(crate) fn gradient(u: &Grid3<f64>, x: &mut Grid3<f64>, y: &mut Grid3<f64>, z: &mut Grid3<f64>,
+                    alpha: f64, beta: f64, gamma: f64) {
+        x[i, j, k] = alpha * (u[i+1, j, k] - u[i-1, j, k]);
+        y[i, j, k] = beta * (u[i, j+1, k] - u[i, j-1, k]);
+        z[i, j, k] = gamma * (u[i, j, k+1] - u[i, j, k-1]);
+    }
+}
+
+const C: [f64; 4] = [0.4, 0.1, 0.05, 0.025];
+
+/// Which implementation a run uses.
+#[derive(Clone, Copy)]
+pub(crate) enum Imp<'a> {
+    /// The hand-written rows loop on the calling thread.
+    NaiveSerial,
+    /// The hand-written rows loop, planes spread over this rayon pool.
+    NaiveRayon(&'a rayon::ThreadPool),
+    /// The library on this backend with this schedule.
+    Library(&'a CpuBackend, Schedule),
+}
+
+/// One workload: its grids and how to run it every way.
+pub(crate) struct Workload {
+    /// Short name (`W1`, ...).
+    pub(crate) name: &'static str,
+    /// The kernel.
+    pub(crate) stencil: &'static Stencil<f64>,
+    /// Interior shape.
+    pub(crate) shape: Vec<usize>,
+    inputs: Vec<Grid3OrGrid2>,
+    outputs: Vec<Grid3OrGrid2>,
+}
+
+/// The grids of 3-D or 2-D workloads.
+pub(crate) enum Grid3OrGrid2 {
+    /// 3-D.
+    Three(Grid3<f64>),
+    /// 2-D.
+    Two(Grid2<f64>),
+}
+
+impl Grid3OrGrid2 {
+    fn storage(&self) -> &[f64] {
+        match self {
+            Grid3OrGrid2::Three(g) => g.as_slice(),
+            Grid3OrGrid2::Two(g) => g.as_slice(),
+        }
+    }
+    fn storage_mut(&mut self) -> &mut [f64] {
+        match self {
+            Grid3OrGrid2::Three(g) => g.as_mut_slice(),
+            Grid3OrGrid2::Two(g) => g.as_mut_slice(),
+        }
+    }
+    fn geometry(&self) -> Geometry {
+        match self {
+            Grid3OrGrid2::Three(g) => *g.geometry(),
+            Grid3OrGrid2::Two(g) => *g.geometry(),
+        }
+    }
+    fn three(&self) -> &Grid3<f64> {
+        match self {
+            Grid3OrGrid2::Three(g) => g,
+            Grid3OrGrid2::Two(_) => unreachable!("bench: a 2-D grid where a 3-D one is needed"),
+        }
+    }
+    fn three_mut(&mut self) -> &mut Grid3<f64> {
+        match self {
+            Grid3OrGrid2::Three(g) => g,
+            Grid3OrGrid2::Two(_) => unreachable!("bench: a 2-D grid where a 3-D one is needed"),
+        }
+    }
+}
+
+/// A deterministic pseudo-random value for point `p` of input `k` (in [0.5, 1.5)).
+fn value(k: usize, p: &[usize]) -> f64 {
+    let mut h = 0x9E37_79B9_7F4A_7C15u64 ^ (k as u64);
+    for &x in p {
+        h = (h ^ x as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h ^= h >> 31;
+    }
+    0.5 + (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Workload {
+    /// The five workloads at full size: n = 256 for 3-D, 8192 for 2-D. Inputs are written by
+    /// `backend`'s threads (first touch under its default schedule).
+    pub(crate) fn all(backend: &CpuBackend, n3: usize, n2: usize) -> Vec<Workload> {
+        let grid3 = |k: usize| {
+            let mut g = Grid3::with_halo([n3; 3], 1).expect("grid");
+            let s = backend.default_cpu_schedule(&[n3; 3]);
+            backend.first_touch(&mut g, &s, |p| value(k, &p));
+            Grid3OrGrid2::Three(g)
+        };
+        let out3 = || {
+            let mut g = Grid3::with_halo([n3; 3], 1).expect("grid");
+            backend.first_touch(&mut g, &backend.default_cpu_schedule(&[n3; 3]), |_| 0.0);
+            Grid3OrGrid2::Three(g)
+        };
+        let mut u2 = Grid2::with_halo([n2; 2], 1).expect("grid");
+        backend.first_touch(&mut u2, &backend.default_cpu_schedule(&[n2; 2]), |p| {
+            value(9, &p)
+        });
+        let mut o2 = Grid2::with_halo([n2; 2], 1).expect("grid");
+        backend.first_touch(&mut o2, &backend.default_cpu_schedule(&[n2; 2]), |_| 0.0);
+        vec![
+            Workload {
+                name: "W1 7-pt 3-D",
+                stencil: heat7::stencil(),
+                shape: vec![n3; 3],
+                inputs: vec![grid3(0)],
+                outputs: vec![out3()],
+            },
+            Workload {
+                name: "W2 27-pt 3-D",
+                stencil: jacobi27::stencil(),
+                shape: vec![n3; 3],
+                inputs: vec![grid3(1)],
+                outputs: vec![out3()],
+            },
+            Workload {
+                name: "W3 5-pt 2-D",
+                stencil: five_point::stencil(),
+                shape: vec![n2; 2],
+                inputs: vec![Grid3OrGrid2::Two(u2)],
+                outputs: vec![Grid3OrGrid2::Two(o2)],
+            },
+            Workload {
+                name: "Divergence",
+                stencil: divergence::stencil(),
+                shape: vec![n3; 3],
+                inputs: vec![grid3(2), grid3(3), grid3(4)],
+                outputs: vec![out3()],
+            },
+            Workload {
+                name: "Gradient",
+                stencil: gradient::stencil(),
+                shape: vec![n3; 3],
+                inputs: vec![grid3(5)],
+                outputs: vec![out3(), out3(), out3()],
+            },
+        ]
+    }
+
+    /// Interior points.
+    pub(crate) fn points(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Runs the workload once with `imp`.
+    pub(crate) fn run(&mut self, imp: Imp<'_>) {
+        match imp {
+            Imp::NaiveSerial => self.naive(None),
+            Imp::NaiveRayon(pool) => pool.install(|| self.naive(Some(pool))),
+            Imp::Library(backend, schedule) => self.library(backend, schedule),
+        }
+    }
+
+    /// The outputs' interior values, for comparing implementations (the library also fills
+    /// the outputs' halos from their boundary conditions, the baselines do not).
+    pub(crate) fn outputs(&self) -> Vec<Vec<f64>> {
+        self.outputs
+            .iter()
+            .map(|g| match g {
+                Grid3OrGrid2::Three(g) => g.to_vec(),
+                Grid3OrGrid2::Two(g) => g.to_vec(),
+            })
+            .collect()
+    }
+
+    /// Sets every output value to NaN (so a run that skips a point shows).
+    pub(crate) fn poison_outputs(&mut self) {
+        for g in &mut self.outputs {
+            g.storage_mut().fill(f64::NAN);
+        }
+    }
+
+    fn library(&mut self, backend: &CpuBackend, schedule: Schedule) {
+        let [c0, c1, c2, c3] = C;
+        let ins = &self.inputs;
+        let result = match (self.name.as_bytes()[1], &mut self.outputs[..]) {
+            (b'1', [o]) => heat7(ins[0].three(), o.three_mut(), c0, c1)
+                .on(backend)
+                .schedule(schedule)
+                .run(),
+            (b'2', [o]) => jacobi27(ins[0].three(), o.three_mut(), c0, c1, c2, c3)
+                .on(backend)
+                .schedule(schedule)
+                .run(),
+            (b'3', [Grid3OrGrid2::Two(o)]) => match &ins[0] {
+                Grid3OrGrid2::Two(u) => five_point(u, o, c0, c1)
+                    .on(backend)
+                    .schedule(schedule)
+                    .run(),
+                Grid3OrGrid2::Three(_) => unreachable!("bench: W3 is 2-D"),
+            },
+            (b'i', [o]) => divergence(
+                ins[0].three(),
+                ins[1].three(),
+                ins[2].three(),
+                o.three_mut(),
+                c1,
+                c2,
+                c3,
+            )
+            .on(backend)
+            .schedule(schedule)
+            .run(),
+            (b'r', [x, y, z]) => gradient(
+                ins[0].three(),
+                x.three_mut(),
+                y.three_mut(),
+                z.three_mut(),
+                c1,
+                c2,
+                c3,
+            )
+            .on(backend)
+            .schedule(schedule)
+            .run(),
+            _ => unreachable!("bench: unknown workload {}", self.name),
+        };
+        result.unwrap_or_else(|e| panic!("bench: {} failed: {e}", self.name));
+    }
+
+    /// The hand-written rows loop: for every interior row, one exact-length slice per
+    /// neighbour row, then a plain indexed loop over the row.
+    fn naive(&mut self, pool: Option<&rayon::ThreadPool>) {
+        let geom = self.outputs[0].geometry();
+        let ins: Vec<&[f64]> = self.inputs.iter().map(Grid3OrGrid2::storage).collect();
+        let (s0, s1) = if geom.n_dims == 3 {
+            (geom.strides[0], geom.strides[1])
+        } else {
+            (geom.strides[0], 0)
+        };
+        let [c0, c1, c2, c3] = C;
+        let key = self.name.as_bytes()[1];
+        let row = |at: usize, outs: &mut [&mut [f64]]| {
+            let n = outs[0].len();
+            // The `n` values of input `f` displaced by (di, dj, dk) from the row.
+            let r = |f: usize, di: isize, dj: isize, dk: isize| -> &[f64] {
+                let start = at as isize + di * s0 as isize + dj * s1 as isize + dk;
+                &ins[f][start as usize..start as usize + n]
+            };
+            match (key, outs) {
+                (b'1', [o]) => {
+                    let (c, xm, xp) = (r(0, 0, 0, 0), r(0, -1, 0, 0), r(0, 1, 0, 0));
+                    let (ym, yp, zm, zp) =
+                        (r(0, 0, -1, 0), r(0, 0, 1, 0), r(0, 0, 0, -1), r(0, 0, 0, 1));
+                    for k in 0..n {
+                        o[k] = c0 * c[k] + c1 * (xm[k] + xp[k] + ym[k] + yp[k] + zm[k] + zp[k]);
+                    }
+                }
+                (b'2', [o]) => {
+                    let mut rows = [[[&[][..]; 3]; 3]; 3];
+                    for (a, plane) in rows.iter_mut().enumerate() {
+                        for (b, line) in plane.iter_mut().enumerate() {
+                            for (c, slot) in line.iter_mut().enumerate() {
+                                *slot = r(0, a as isize - 1, b as isize - 1, c as isize - 1);
+                            }
+                        }
+                    }
+                    for k in 0..n {
+                        let mut sums = [0.0; 4];
+                        for a in 0..3 {
+                            for b in 0..3 {
+                                for c in 0..3 {
+                                    let class = usize::from(a != 1)
+                                        + usize::from(b != 1)
+                                        + usize::from(c != 1);
+                                    sums[class] += rows[a][b][c][k];
+                                }
+                            }
+                        }
+                        o[k] = c0 * sums[0] + c1 * sums[1] + c2 * sums[2] + c3 * sums[3];
+                    }
+                }
+                (b'3', [o]) => {
+                    let (c, xm, xp, ym, yp) = (
+                        r(0, 0, 0, 0),
+                        r(0, -1, 0, 0),
+                        r(0, 1, 0, 0),
+                        r(0, 0, 0, -1),
+                        r(0, 0, 0, 1),
+                    );
+                    for k in 0..n {
+                        o[k] = c0 * c[k] + c1 * (xm[k] + xp[k] + ym[k] + yp[k]);
+                    }
+                }
+                (b'i', [o]) => {
+                    let (xm, xp) = (r(0, -1, 0, 0), r(0, 1, 0, 0));
+                    let (ym, yp) = (r(1, 0, -1, 0), r(1, 0, 1, 0));
+                    let (zm, zp) = (r(2, 0, 0, -1), r(2, 0, 0, 1));
+                    for k in 0..n {
+                        o[k] = c1 * (xp[k] - xm[k]) + c2 * (yp[k] - ym[k]) + c3 * (zp[k] - zm[k]);
+                    }
+                }
+                (b'r', [x, y, z]) => {
+                    let (xm, xp) = (r(0, -1, 0, 0), r(0, 1, 0, 0));
+                    let (ym, yp) = (r(0, 0, -1, 0), r(0, 0, 1, 0));
+                    let (zm, zp) = (r(0, 0, 0, -1), r(0, 0, 0, 1));
+                    for k in 0..n {
+                        x[k] = c1 * (xp[k] - xm[k]);
+                        y[k] = c2 * (yp[k] - ym[k]);
+                        z[k] = c3 * (zp[k] - zm[k]);
+                    }
+                }
+                _ => unreachable!("bench: unknown workload"),
+            }
+        };
+        for_rows(&geom, &mut self.outputs, pool.is_some(), row);
+    }
+}
+
+/// Calls `row(at, outs)` for every interior row: `at` is the row's first storage index (the
+/// same in every grid of the workload), `outs` one slice of the row per output. With
+/// `parallel`, the outer index's planes go to rayon's current pool.
+fn for_rows(
+    geom: &Geometry,
+    outputs: &mut [Grid3OrGrid2],
+    parallel: bool,
+    row: impl Fn(usize, &mut [&mut [f64]]) + Sync,
+) {
+    let shape = geom.interior();
+    let (n0, rows_per_plane, nx) = if geom.n_dims == 3 {
+        (shape[0], shape[1], shape[2])
+    } else {
+        (shape[0], 1, shape[1])
+    };
+    let s0 = geom.strides[0];
+    let s1 = if geom.n_dims == 3 { geom.strides[1] } else { 0 };
+    let origin = geom.origin;
+    // Per outer index, one chunk of every output's storage starting at that plane's origin.
+    let mut planes: Vec<Vec<&mut [f64]>> = (0..n0).map(|_| Vec::new()).collect();
+    for out in outputs.iter_mut() {
+        for (plane, chunk) in planes
+            .iter_mut()
+            .zip(out.storage_mut()[origin..].chunks_mut(s0))
+        {
+            plane.push(chunk);
+        }
+    }
+    let plane = |(i, mut chunks): (usize, Vec<&mut [f64]>)| {
+        let n_out = chunks.len();
+        for j in 0..rows_per_plane {
+            let mut rows: [&mut [f64]; 3] = Default::default();
+            for (slot, c) in rows.iter_mut().zip(chunks.iter_mut()) {
+                *slot = &mut c[j * s1..j * s1 + nx];
+            }
+            row(origin + i * s0 + j * s1, &mut rows[..n_out]);
+        }
+    };
+    if parallel {
+        planes.into_par_iter().enumerate().for_each(plane);
+    } else {
+        planes.into_iter().enumerate().for_each(plane);
+    }
+}
+
+/// The default CPU schedule as a `Schedule`.
+pub(crate) fn default_schedule() -> Schedule {
+    Schedule::Cpu(CpuSchedule::default())
+}

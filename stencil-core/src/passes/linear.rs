@@ -1,0 +1,336 @@
+//! Linear forms: coefficient factoring and partial-sum reuse along the unit-stride dimension.
+//!
+//! [`linear_terms`] writes a value as `sum_k sign_k * coef_k * read_k`, where every `coef_k`
+//! is a read-free expression (parameters, constants and arithmetic on them) or 1, through
+//! additions, subtractions, negations, lets and multiplications by read-free factors; any other
+//! operation (a product of two reads, a division by a read, a function, a select) makes the
+//! value non-linear. [`Retimed::of`] groups the terms by coefficient (factoring) and, within a
+//! coefficient class and unit-stride displacement `dx`, collects the reads' other offsets: a
+//! *partial sum* `S_g(x) = sum of the reads of group g at unit-stride position x`. A group that
+//! several (class, dx) pairs use is computed once per point and reused at `x + dx`: for the
+//! 27-point stencil, three partial sums (centre, 4 faces, 4 edges of a plane) of 9 loads
+//! replace 27 loads.
+
+use crate::ir::{BinaryOp, Expr, ExprId, FieldId, Kernel, Offset, Stmt, UnaryOp};
+
+/// One term of a linear form: `sign * coefficient * read(field, offset)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Term {
+    /// The read-free factor (`None`: 1).
+    pub coefficient: Option<ExprId>,
+    /// Whether the term is subtracted.
+    pub negated: bool,
+    /// The input read.
+    pub field: FieldId,
+    /// Its offset.
+    pub offset: Offset,
+}
+
+/// The value of `value` as a linear form, or `None` if it is not linear in the reads (see
+/// the module documentation).
+pub fn linear_terms(kernel: &Kernel, value: ExprId) -> Option<Vec<Term>> {
+    let mut terms = Vec::new();
+    collect(kernel, value, None, false, &mut terms).then_some(terms)
+}
+
+/// Whether `id` reads no grid.
+pub fn is_read_free(kernel: &Kernel, id: ExprId) -> bool {
+    match *kernel.expr(id) {
+        Expr::Read { .. } => false,
+        Expr::Let(var) => let_value(kernel, var).is_some_and(|v| is_read_free(kernel, v)),
+        ref node => node.operands().all(|o| is_read_free(kernel, o)),
+    }
+}
+
+/// Whether `a` and `b` compute the same value by the same expression (through lets).
+pub fn same_value(kernel: &Kernel, a: ExprId, b: ExprId) -> bool {
+    let resolve = |id: ExprId| match *kernel.expr(id) {
+        Expr::Let(var) => let_value(kernel, var).unwrap_or(id),
+        _ => id,
+    };
+    let (a, b) = (resolve(a), resolve(b));
+    if a == b {
+        return true;
+    }
+    match (kernel.expr(a), kernel.expr(b)) {
+        (Expr::Const(x), Expr::Const(y)) => x.to_bits() == y.to_bits(),
+        (Expr::Param(x), Expr::Param(y)) => x == y,
+        (x, y) if std::mem::discriminant(x) == std::mem::discriminant(y) => {
+            let same_op = match (x, y) {
+                (Expr::Binary { op: p, .. }, Expr::Binary { op: q, .. }) => p == q,
+                (Expr::Unary { op: p, .. }, Expr::Unary { op: q, .. }) => p == q,
+                (Expr::Binary { .. } | Expr::Unary { .. }, _) => false,
+                _ => false,
+            };
+            same_op
+                && x.operands().count() == y.operands().count()
+                && x.operands()
+                    .zip(y.operands())
+                    .all(|(p, q)| same_value(kernel, p, q))
+        }
+        _ => false,
+    }
+}
+
+fn let_value(kernel: &Kernel, var: crate::ir::LetId) -> Option<ExprId> {
+    kernel.body.iter().find_map(|s| match *s {
+        Stmt::Let { var: v, value } if v == var => Some(value),
+        _ => None,
+    })
+}
+
+fn collect(
+    kernel: &Kernel,
+    id: ExprId,
+    coefficient: Option<ExprId>,
+    negated: bool,
+    terms: &mut Vec<Term>,
+) -> bool {
+    match *kernel.expr(id) {
+        Expr::Read { field, offset } => {
+            terms.push(Term {
+                coefficient,
+                negated,
+                field,
+                offset,
+            });
+            true
+        }
+        Expr::Let(var) => {
+            let_value(kernel, var).is_some_and(|v| collect(kernel, v, coefficient, negated, terms))
+        }
+        Expr::Unary {
+            op: UnaryOp::Neg,
+            arg,
+        } => collect(kernel, arg, coefficient, !negated, terms),
+        Expr::Binary {
+            op: BinaryOp::Add,
+            lhs,
+            rhs,
+        } => {
+            collect(kernel, lhs, coefficient, negated, terms)
+                && collect(kernel, rhs, coefficient, negated, terms)
+        }
+        Expr::Binary {
+            op: BinaryOp::Sub,
+            lhs,
+            rhs,
+        } => {
+            collect(kernel, lhs, coefficient, negated, terms)
+                && collect(kernel, rhs, coefficient, !negated, terms)
+        }
+        Expr::Binary {
+            op: BinaryOp::Mul,
+            lhs,
+            rhs,
+        } if coefficient.is_none() => {
+            if is_read_free(kernel, lhs) && !is_read_free(kernel, rhs) {
+                collect(kernel, rhs, Some(lhs), negated, terms)
+            } else if is_read_free(kernel, rhs) && !is_read_free(kernel, lhs) {
+                collect(kernel, lhs, Some(rhs), negated, terms)
+            } else {
+                false
+            }
+        }
+        _ => false,
+    }
+}
+
+/// The reads of one partial sum: (input field, offset whose unit-stride entry is 0).
+pub type Group = Vec<(FieldId, Offset)>;
+
+/// A coefficient class of a retimed form: `sign * coefficient * sum over uses of
+/// S_group(x + dx)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Class {
+    /// The read-free factor (`None`: 1).
+    pub coefficient: Option<ExprId>,
+    /// Whether the class is subtracted.
+    pub negated: bool,
+    /// The (group, unit-stride displacement) pairs summed.
+    pub uses: Vec<(usize, i32)>,
+}
+
+/// A linear value computed from partial sums reused along the unit-stride dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Retimed {
+    /// The partial sums.
+    pub groups: Vec<Group>,
+    /// The coefficient classes; the value is their sum.
+    pub classes: Vec<Class>,
+    /// Largest displacement below and above the point along the unit-stride dimension.
+    pub reach: (u32, u32),
+    /// Number of reads of the plain form.
+    pub n_terms: usize,
+}
+
+impl Retimed {
+    /// The retimed form of `value` in `kernel`, if the value is linear.
+    pub fn of(kernel: &Kernel, value: ExprId) -> Option<Retimed> {
+        let terms = linear_terms(kernel, value)?;
+        let unit = kernel.n_dims - 1;
+        let mut groups: Vec<Group> = Vec::new();
+        let mut classes: Vec<Class> = Vec::new();
+        // Buckets of (class, dx) -> members, in order of first appearance.
+        let mut buckets: Vec<(usize, i32, Group)> = Vec::new();
+        let (mut below, mut above) = (0u32, 0u32);
+        for t in &terms {
+            let class = match classes.iter().position(|c| {
+                c.negated == t.negated
+                    && match (c.coefficient, t.coefficient) {
+                        (None, None) => true,
+                        (Some(a), Some(b)) => same_value(kernel, a, b),
+                        _ => false,
+                    }
+            }) {
+                Some(k) => k,
+                None => {
+                    classes.push(Class {
+                        coefficient: t.coefficient,
+                        negated: t.negated,
+                        uses: Vec::new(),
+                    });
+                    classes.len() - 1
+                }
+            };
+            let dx = t.offset.get(unit);
+            below = below.max((-dx).max(0) as u32);
+            above = above.max(dx.max(0) as u32);
+            let mut cross = t.offset;
+            cross.0[unit] = 0;
+            match buckets.iter_mut().find(|(c, d, _)| *c == class && *d == dx) {
+                Some((_, _, members)) => members.push((t.field, cross)),
+                None => buckets.push((class, dx, vec![(t.field, cross)])),
+            }
+        }
+        for (class, dx, mut members) in buckets {
+            members.sort_by_key(|(f, o)| (f.index(), o.0));
+            let group = match groups.iter().position(|g| *g == members) {
+                Some(g) => g,
+                None => {
+                    groups.push(members);
+                    groups.len() - 1
+                }
+            };
+            classes[class].uses.push((group, dx));
+        }
+        Some(Retimed {
+            groups,
+            classes,
+            reach: (below, above),
+            n_terms: terms.len(),
+        })
+    }
+
+    /// Loads per point of the retimed form (one per group member).
+    pub fn n_loads(&self) -> usize {
+        self.groups.iter().map(Vec::len).sum()
+    }
+
+    /// Whether following this form pays: it loads at most a third of what the plain form
+    /// loads (partial sums are reused across at least three displacements on average).
+    pub fn pays(&self) -> bool {
+        3 * self.n_loads() <= self.n_terms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ElemType, KernelBuilder};
+
+    /// The 27-point stencil with 4 coefficient classes, built from its definition.
+    fn twenty_seven() -> Kernel {
+        let mut b = KernelBuilder::new("k27", 3, ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let coefs: Vec<_> = (0..4).map(|k| b.param(&format!("c{k}"))).collect();
+        let mut sums = vec![None; 4];
+        for i in -1..=1 {
+            for j in -1..=1 {
+                for k in -1..=1 {
+                    let class = [i, j, k].iter().filter(|&&d| d != 0).count();
+                    let r = b.read(u, &[i, j, k]);
+                    sums[class] = Some(match sums[class] {
+                        Some(s) => b.add(s, r),
+                        None => r,
+                    });
+                }
+            }
+        }
+        let mut value = None;
+        for (class, sum) in sums.into_iter().enumerate() {
+            let c = b.param_ref(coefs[class]);
+            let term = b.mul(c, sum.unwrap());
+            value = Some(match value {
+                Some(v) => b.add(v, term),
+                None => term,
+            });
+        }
+        b.store(out, value.unwrap());
+        b.finish().unwrap()
+    }
+
+    fn stored(kernel: &Kernel) -> ExprId {
+        kernel
+            .body
+            .iter()
+            .find_map(|s| match *s {
+                Stmt::Store { value, .. } => Some(value),
+                Stmt::Let { .. } => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn the_27_point_stencil_needs_three_partial_sums_of_nine_loads() {
+        let k = twenty_seven();
+        let r = Retimed::of(&k, stored(&k)).unwrap();
+        assert_eq!(r.n_terms, 27);
+        assert_eq!(r.groups.len(), 3);
+        assert_eq!(r.n_loads(), 9);
+        assert_eq!(r.reach, (1, 1));
+        assert_eq!(r.classes.len(), 4);
+        // The centre class uses one group at dx = 0; the corner class two uses (dx = -1, 1).
+        let uses: Vec<usize> = r.classes.iter().map(|c| c.uses.len()).collect();
+        assert_eq!(uses, [1, 3, 3, 2]);
+        assert!(r.pays());
+        // Every group lies in the plane dx = 0 and has 1 or 4 members.
+        for g in &r.groups {
+            assert!(g.iter().all(|(_, o)| o.get(2) == 0));
+            assert!(g.len() == 1 || g.len() == 4);
+        }
+    }
+
+    #[test]
+    fn non_linear_values_have_no_form_and_small_stencils_do_not_pay() {
+        let mut b = KernelBuilder::new("nl", 1, ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let a = b.read(u, &[-1]);
+        let c = b.read(u, &[1]);
+        let p = b.mul(a, c);
+        b.store(out, p);
+        let k = b.finish().unwrap();
+        assert!(linear_terms(&k, stored(&k)).is_none());
+
+        let mut b = KernelBuilder::new("diff", 1, ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let s = b.param("s");
+        let a = b.read(u, &[-1]);
+        let c = b.read(u, &[1]);
+        let d = b.sub(c, a);
+        let s = b.param_ref(s);
+        let v = b.mul(s, d);
+        b.store(out, v);
+        let k = b.finish().unwrap();
+        let terms = linear_terms(&k, stored(&k)).unwrap();
+        assert_eq!(terms.len(), 2);
+        assert!(!terms[0].negated && terms[1].negated);
+        assert!(terms.iter().all(|t| t.coefficient.is_some()));
+        let r = Retimed::of(&k, stored(&k)).unwrap();
+        assert_eq!(r.groups.len(), 1);
+        assert!(!r.pays());
+    }
+}

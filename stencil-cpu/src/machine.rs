@@ -1,0 +1,262 @@
+//! The machine's described capabilities, from which the schedule space is derived: cores,
+//! cache sizes (sysfs), NUMA nodes and their cores (sysfs), and the vector width (run-time
+//! feature detection).
+//!
+//! Everything is read at run time (no build-time system dependency); a file that is missing
+//! or unreadable gives a conservative default (one node holding every core, 32 KiB / 1 MiB /
+//! 8 MiB caches). A [`Machine`] is plain data, so tests build machines with several NUMA
+//! nodes by hand.
+
+use std::path::Path;
+
+use crate::streaming::StreamWidth;
+
+/// NUMA nodes and the cores (operating-system CPU numbers) each holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Topology {
+    /// Per node, its CPU numbers in ascending order; never empty, no node empty.
+    nodes: Vec<Vec<usize>>,
+}
+
+impl Topology {
+    /// A topology of the given nodes (each a list of CPU numbers); empty nodes are dropped,
+    /// and no nodes at all means one node with CPU 0.
+    pub fn new(nodes: Vec<Vec<usize>>) -> Topology {
+        let mut nodes: Vec<Vec<usize>> = nodes
+            .into_iter()
+            .filter(|n| !n.is_empty())
+            .map(|mut n| {
+                n.sort_unstable();
+                n.dedup();
+                n
+            })
+            .collect();
+        if nodes.is_empty() {
+            nodes.push(vec![0]);
+        }
+        Topology { nodes }
+    }
+
+    /// The topology under `sysfs_node_dir` (normally `/sys/devices/system/node`), or `None`
+    /// when it lists no node.
+    pub fn from_sysfs(sysfs_node_dir: &Path) -> Option<Topology> {
+        let mut nodes: Vec<(usize, Vec<usize>)> = std::fs::read_dir(sysfs_node_dir)
+            .ok()?
+            .filter_map(|entry| {
+                let entry = entry.ok()?;
+                let name = entry.file_name().into_string().ok()?;
+                let id: usize = name.strip_prefix("node")?.parse().ok()?;
+                let list = std::fs::read_to_string(entry.path().join("cpulist")).ok()?;
+                Some((id, parse_cpu_list(&list)))
+            })
+            .collect();
+        nodes.sort_unstable_by_key(|(id, _)| *id);
+        let nodes: Vec<Vec<usize>> = nodes.into_iter().map(|(_, cpus)| cpus).collect();
+        (nodes.iter().any(|n| !n.is_empty())).then(|| Topology::new(nodes))
+    }
+
+    /// Number of nodes.
+    pub fn n_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// CPU numbers of node `node`.
+    pub fn cpus(&self, node: usize) -> &[usize] {
+        &self.nodes[node]
+    }
+
+    /// Number of CPUs over all nodes.
+    pub fn n_cpus(&self) -> usize {
+        self.nodes.iter().map(Vec::len).sum()
+    }
+
+    /// Where worker `w` of a pool of `workers` threads runs: `(node, cpu)`. Workers are dealt
+    /// to nodes in proportion to their cores and in node order, so consecutive workers share
+    /// a node and a static partition that gives each worker a contiguous range keeps each
+    /// node's range contiguous too. Beyond the machine's CPUs, placements wrap around.
+    pub fn placement(&self, worker: usize, workers: usize) -> (usize, usize) {
+        let n_cpus = self.n_cpus();
+        let workers = workers.max(1);
+        // Worker `w` takes the CPU at the same relative position in the node-major CPU list.
+        let slot = if workers <= n_cpus {
+            worker * n_cpus / workers
+        } else {
+            worker % n_cpus
+        };
+        let mut rest = slot;
+        for (node, cpus) in self.nodes.iter().enumerate() {
+            if rest < cpus.len() {
+                return (node, cpus[rest]);
+            }
+            rest -= cpus.len();
+        }
+        unreachable!("stencil-cpu: placement slot {slot} beyond {n_cpus} CPUs")
+    }
+}
+
+/// Parses a sysfs CPU list such as `0-3,8,10-11`.
+pub(crate) fn parse_cpu_list(list: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.trim().parse::<usize>().ok()),
+        }
+    }
+    cpus
+}
+
+/// Parses a sysfs cache size such as `48K`, `32768K` or `32M` into bytes.
+pub(crate) fn parse_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => text.split_at(i),
+        None => (text, ""),
+    };
+    let value: usize = digits.parse().ok()?;
+    let scale = match unit.trim() {
+        "" => 1,
+        "K" | "k" => 1 << 10,
+        "M" | "m" => 1 << 20,
+        "G" | "g" => 1 << 30,
+        _ => return None,
+    };
+    value.checked_mul(scale)
+}
+
+/// What the schedule space is derived from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Machine {
+    /// Cores the process may run on.
+    pub cores: usize,
+    /// First-level data cache per core, bytes.
+    pub l1_bytes: usize,
+    /// Second-level cache per core, bytes.
+    pub l2_bytes: usize,
+    /// Last-level cache, bytes (shared).
+    pub llc_bytes: usize,
+    /// Widest streaming store, which is also the vector width.
+    pub vector: StreamWidth,
+    /// NUMA nodes and their cores.
+    pub topology: Topology,
+}
+
+impl Machine {
+    /// The running machine (read once, then cached).
+    pub fn detect() -> &'static Machine {
+        static MACHINE: std::sync::OnceLock<Machine> = std::sync::OnceLock::new();
+        MACHINE.get_or_init(|| Machine::from_sysfs(Path::new("/sys/devices/system")))
+    }
+
+    /// The machine described under `sysfs_system` (normally `/sys/devices/system`), with the
+    /// vector width of the running CPU and its available parallelism.
+    pub fn from_sysfs(sysfs_system: &Path) -> Machine {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cache_dir = sysfs_system.join("cpu/cpu0/cache");
+        let mut l1_bytes = 32 << 10;
+        let mut l2_bytes = 1 << 20;
+        let mut llc_bytes = 8 << 20;
+        let mut top_level = 0;
+        for index in 0..8 {
+            let dir = cache_dir.join(format!("index{index}"));
+            let read = |file: &str| std::fs::read_to_string(dir.join(file)).ok();
+            let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+            else {
+                continue;
+            };
+            let (Ok(level), Some(size)) = (level.trim().parse::<u32>(), parse_size(&size)) else {
+                continue;
+            };
+            if kind.trim() == "Instruction" {
+                continue;
+            }
+            match level {
+                1 => l1_bytes = size,
+                2 => l2_bytes = size,
+                _ => {}
+            }
+            if level >= top_level && level >= 2 {
+                top_level = level;
+                llc_bytes = size;
+            }
+        }
+        let topology = Topology::from_sysfs(&sysfs_system.join("node"))
+            .unwrap_or_else(|| Topology::new(vec![(0..cores).collect()]));
+        Machine {
+            cores,
+            l1_bytes,
+            l2_bytes,
+            llc_bytes,
+            vector: StreamWidth::detect(),
+            topology,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_and_sizes_parse() {
+        assert_eq!(parse_cpu_list("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(parse_cpu_list(""), Vec::<usize>::new());
+        assert_eq!(parse_size("48K\n"), Some(48 << 10));
+        assert_eq!(parse_size("32M"), Some(32 << 20));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn a_fake_sysfs_is_read() {
+        let root = std::env::temp_dir().join(format!("stencil-cpu-sysfs-{}", std::process::id()));
+        for (index, level, kind, size) in [
+            (0, "1", "Data", "48K"),
+            (1, "1", "Instruction", "32K"),
+            (2, "2", "Unified", "2048K"),
+            (3, "3", "Unified", "96M"),
+        ] {
+            let dir = root.join(format!("cpu/cpu0/cache/index{index}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("level"), level).unwrap();
+            std::fs::write(dir.join("type"), kind).unwrap();
+            std::fs::write(dir.join("size"), size).unwrap();
+        }
+        for (node, list) in [(1, "4-7"), (0, "0-3")] {
+            let dir = root.join(format!("node/node{node}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("cpulist"), list).unwrap();
+        }
+        let m = Machine::from_sysfs(&root);
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(
+            (m.l1_bytes, m.l2_bytes, m.llc_bytes),
+            (48 << 10, 2 << 20, 96 << 20)
+        );
+        assert_eq!(m.topology.n_nodes(), 2);
+        assert_eq!(m.topology.cpus(0), &[0, 1, 2, 3]);
+        assert_eq!(m.topology.cpus(1), &[4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn placement_keeps_consecutive_workers_on_one_node() {
+        let t = Topology::new(vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+        let nodes: Vec<usize> = (0..8).map(|w| t.placement(w, 8).0).collect();
+        assert_eq!(nodes, [0, 0, 0, 0, 1, 1, 1, 1]);
+        let cpus: Vec<usize> = (0..4).map(|w| t.placement(w, 4).1).collect();
+        assert_eq!(cpus, [0, 2, 4, 6]);
+        // Oversubscribed: wraps around.
+        assert_eq!(t.placement(9, 12), (0, 1));
+    }
+
+    #[test]
+    fn the_running_machine_is_described() {
+        let m = Machine::detect();
+        assert!(m.cores >= 1 && m.l1_bytes > 0 && m.l2_bytes >= m.l1_bytes);
+        assert!(m.topology.n_cpus() >= 1);
+    }
+}

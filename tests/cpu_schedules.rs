@@ -1,0 +1,188 @@
+//! The CPU backend's schedule space against the reference interpreter: schedules sampled from
+//! `ScheduleSpace` (for the running machine and for described machines with other caches,
+//! vector widths and NUMA nodes), plus one-thread, generic-path, streaming and odd-block
+//! variants, on tiny, prime and non-dividing shapes, through `verify_with` (random grids, NaN
+//! poisoned outputs, every output compared with `interp::run`).
+
+use stencil::prelude::*;
+use stencil::{
+    Backend, CpuBackend, CpuSchedule, Element, Job, Kernel, Result, Schedule, Stencil,
+    VerifyConfig, verify_with,
+};
+use stencil_cpu::{CpuStores, Machine, ScheduleSpace, StreamWidth, Topology};
+
+stencil! {
+    fn seven_point(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
+                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
+    }
+
+    fn twenty_seven_point(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64, c2: f64) {
+        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
+            + u[i, j, k-1] + u[i, j, k+1];
+        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
+            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
+            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
+        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
+            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
+        out[i, j, k] = c0 * u[i, j, k] + c1 * (faces + corners) + c2 * edges;
+    }
+
+    fn gradient(u: &Grid3<f32>, x: &mut Grid3<f32>, y: &mut Grid3<f32>, z: &mut Grid3<f32>,
+                a: f32) {
+        x[i, j, k] = a * (u[i+1, j, k] - u[i-1, j, k]);
+        y[i, j, k] = a * (u[i, j+1, k] - u[i, j-1, k]);
+        z[i, j, k] = a * (u[i, j, k+1] - u[i, j, k-1]);
+    }
+
+    fn five_point(u: &Grid2<f64>, out: &mut Grid2<f64>, c0: f64, c1: f64) {
+        out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
+    }
+
+    fn smooth_1d(u: &Grid1<f32>, out: &mut Grid1<f32>) {
+        out[i] = 0.25 * u[i-1] + 0.5 * u[i] + 0.25 * u[i+1];
+    }
+}
+
+/// Machines to derive spaces from: the running one and described ones.
+fn machines() -> Vec<Machine> {
+    let mut small = Machine::detect().clone();
+    small.l1_bytes = 16 << 10;
+    small.l2_bytes = 64 << 10;
+    small.vector = StreamWidth::Sse2;
+    let mut numa = Machine::detect().clone();
+    numa.cores = 8;
+    numa.topology = Topology::new(vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+    numa.l2_bytes = 8 << 20;
+    let mut plain = Machine::detect().clone();
+    plain.vector = StreamWidth::None;
+    vec![Machine::detect().clone(), small, numa, plain]
+}
+
+/// The CPU backend, offering `verify` a sample of its schedule space instead of its own
+/// sample.
+struct SpaceSample {
+    cpu: CpuBackend,
+}
+
+impl SpaceSample {
+    fn schedules(&self, kernel: &Kernel, shape: &[usize]) -> Vec<CpuSchedule> {
+        let mut all = Vec::new();
+        for machine in machines() {
+            for workers in [1, self.cpu.threads(), 3] {
+                let space = ScheduleSpace::new(&machine, kernel, shape, workers);
+                assert!(!space.is_empty());
+                // First, last and an evenly spread handful.
+                let n = space.len();
+                for i in [0, n - 1, n / 3, n / 2, 2 * n / 3] {
+                    let s = space.get(i);
+                    assert!(space.contains(&s));
+                    if !all.contains(&s) {
+                        all.push(s);
+                    }
+                }
+            }
+        }
+        // Variants outside the space: one thread, the generic path, odd blocks.
+        let base = all.clone();
+        for (k, s) in base.iter().enumerate().step_by(3) {
+            all.push(CpuSchedule {
+                threads: 1 + k % 2,
+                force_generic: k % 2 == 0,
+                row_block: [0, 1, 3, 17][k % 4],
+                stores: [CpuStores::Streaming, CpuStores::Auto, CpuStores::Plain][k % 3],
+                prefetch: k % 3,
+                chunk: k % 4,
+                ..*s
+            });
+        }
+        all
+    }
+}
+
+impl<T: Element> Backend<T> for SpaceSample {
+    fn name(&self) -> String {
+        "cpu (schedule-space sample)".to_string()
+    }
+
+    fn default_schedule(&self, kernel: &Kernel, shape: &[usize]) -> Schedule {
+        <CpuBackend as Backend<T>>::default_schedule(&self.cpu, kernel, shape)
+    }
+
+    fn sample_schedules(&self, kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
+        self.schedules(kernel, shape)
+            .into_iter()
+            .map(Schedule::Cpu)
+            .collect()
+    }
+
+    fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()> {
+        self.cpu.run(job, schedule)
+    }
+}
+
+fn check<T: Element>(stencil: &Stencil<T>, shapes: &[&[usize]]) {
+    let backend = SpaceSample {
+        cpu: CpuBackend::new(2).unwrap(),
+    };
+    let config = VerifyConfig {
+        shapes: Some(shapes.iter().map(|s| s.to_vec()).collect()),
+        ..VerifyConfig::default()
+    };
+    let report = verify_with(stencil, &[&backend], &config).unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.cases >= 10 * shapes.len(), "{report}");
+}
+
+#[test]
+fn three_d_kernels_agree_with_the_interpreter_under_sampled_schedules() {
+    let shapes: &[&[usize]] = &[&[1, 1, 1], &[2, 3, 5], &[5, 37, 70], &[9, 33, 130]];
+    check(seven_point::stencil(), shapes);
+    check(twenty_seven_point::stencil(), shapes);
+    check(gradient::stencil(), shapes);
+}
+
+#[test]
+fn two_d_and_one_d_kernels_agree_with_the_interpreter_under_sampled_schedules() {
+    check(
+        five_point::stencil(),
+        &[&[1, 1], &[3, 4100], &[7, 1031], &[40, 17]],
+    );
+    check(smooth_1d::stencil(), &[&[1], &[5000], &[4099]]);
+}
+
+#[test]
+fn every_store_mode_gives_the_same_result() {
+    // Auto is what `CpuSchedule::default()` asks for; plain and streaming stores must agree
+    // with it exactly (the values are computed the same way, only the stores differ).
+    let backend = CpuBackend::new(2).unwrap();
+    let n = 64;
+    let mut u = Grid3::<f64>::with_halo([n, n, n], 1).unwrap();
+    backend.first_touch(&mut u, &CpuSchedule::default(), |[i, j, k]| {
+        ((i * 7 + j * 13 + k * 29) % 97) as f64 * 0.01 - 0.3
+    });
+    let mut results = Vec::new();
+    for stores in [CpuStores::Auto, CpuStores::Plain, CpuStores::Streaming] {
+        let mut out = Grid3::<f64>::with_halo([n, n, n], 1).unwrap();
+        out.fill(f64::NAN);
+        let schedule = CpuSchedule {
+            stores,
+            ..CpuSchedule::default()
+        };
+        seven_point(&u, &mut out, 0.4, 0.1)
+            .on(&backend)
+            .schedule(Schedule::Cpu(schedule))
+            .run()
+            .unwrap();
+        results.push(out.to_vec());
+    }
+    // An independent check of one point.
+    let at = |i: usize, j: usize, k: usize| u.get([i as isize, j as isize, k as isize]).unwrap();
+    let expected = 0.4 * at(5, 6, 7)
+        + 0.1 * (at(4, 6, 7) + at(6, 6, 7) + at(5, 5, 7) + at(5, 7, 7) + at(5, 6, 6) + at(5, 6, 8));
+    let index = (5 * n + 6) * n + 7;
+    assert!((results[0][index] - expected).abs() < 1e-14);
+    assert!(results[0].iter().all(|v| v.is_finite()));
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[0], results[2]);
+}
