@@ -10,66 +10,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use stencil::kernels::{
+    divergence as div_f64, divergence_f32 as div_f32, jacobi7 as w1_f64, jacobi7_f32 as w1_f32,
+    jacobi27 as w2_f64, jacobi27_f32 as w2_f32,
+};
 use stencil::prelude::*;
 use stencil::{CudaBackend, CudaDevice, DeviceGrid, GpuSchedule, Stencil};
 use stencil_cuda::GpuElement;
 use stencil_cuda::caps::{default_schedule, schedule_space};
-
-stencil! {
-    /// W1: Barker's 7-point Jacobi (f64).
-    pub fn w1_f64(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
-        out[i, j, k] = c0 * u[i, j, k]
-            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
-                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
-    }
-
-    /// W1 in f32.
-    pub fn w1_f32(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32) {
-        out[i, j, k] = c0 * u[i, j, k]
-            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
-                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
-    }
-
-    /// W2: Barker's 27-point Jacobi (f64).
-    pub fn w2_f64(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64, c2: f64, c3: f64) {
-        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
-            + u[i, j, k-1] + u[i, j, k+1];
-        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
-            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
-            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
-        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
-            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
-        out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
-    }
-
-    /// W2 in f32.
-    pub fn w2_f32(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32, c2: f32, c3: f32) {
-        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
-            + u[i, j, k-1] + u[i, j, k+1];
-        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
-            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
-            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
-        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
-            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
-        out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
-    }
-
-    /// Kamil's Divergence (f64).
-    pub fn div_f64(x: &Grid3<f64>, y: &Grid3<f64>, z: &Grid3<f64>, u: &mut Grid3<f64>,
-                   alpha: f64, beta: f64, gamma: f64) {
-        u[i, j, k] = alpha * (x[i+1, j, k] - x[i-1, j, k])
-            + beta * (y[i, j+1, k] - y[i, j-1, k])
-            + gamma * (z[i, j, k+1] - z[i, j, k-1]);
-    }
-
-    /// Divergence in f32.
-    pub fn div_f32(x: &Grid3<f32>, y: &Grid3<f32>, z: &Grid3<f32>, u: &mut Grid3<f32>,
-                   alpha: f32, beta: f32, gamma: f32) {
-        u[i, j, k] = alpha * (x[i+1, j, k] - x[i-1, j, k])
-            + beta * (y[i, j+1, k] - y[i, j-1, k])
-            + gamma * (z[i, j, k+1] - z[i, j, k-1]);
-    }
-}
 
 struct Options {
     size: usize,
