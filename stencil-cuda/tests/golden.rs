@@ -100,3 +100,12 @@ fn halo_gather_f64() {
         &generate_gather(ElemType::F64, 80).to_string(),
     );
 }
+
+#[test]
+fn transcendental_f32_thread_per_point() {
+    let k = common::transcendental_f32::stencil().kernel().clone();
+    check(
+        "transcendental_f32_point",
+        &ptx(&k, &[1000], GpuSchedule::default()),
+    );
+}

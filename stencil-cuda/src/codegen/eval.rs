@@ -5,33 +5,15 @@
 
 use std::collections::HashMap;
 
+use stencil_core::Result;
 use stencil_core::ir::{BinaryOp, CmpOp, Expr, ExprId, LogicOp, Stmt, UnaryOp};
-use stencil_core::{Error, ErrorKind, Result};
 
 use super::Ctx;
+use super::math::{self, Function};
 use crate::ptx::{Cmp, FloatOp, FloatUnaryOp, Inst, Operand, PredOp, Reg, RegClass, Type};
 
 /// Values of the reads of one point: (input field index, canonical displacement) -> register.
 pub(crate) type ReadValues = HashMap<(usize, [i64; 3]), Reg>;
-
-/// The name of the function `e` applies when the generator cannot express it accurately.
-pub(crate) fn unsupported_function(e: &Expr) -> Option<&'static str> {
-    match e {
-        Expr::Unary { op, .. } => match op {
-            UnaryOp::Exp
-            | UnaryOp::Ln
-            | UnaryOp::Sin
-            | UnaryOp::Cos
-            | UnaryOp::Tan
-            | UnaryOp::Tanh => Some(op.name()),
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => None,
-        },
-        Expr::Binary {
-            op: BinaryOp::Pow, ..
-        } => Some("pow"),
-        _ => None,
-    }
-}
 
 impl Ctx<'_> {
     /// Evaluates the body at one point; returns (output field index, value) per store, in
@@ -88,17 +70,22 @@ impl Ctx<'_> {
                 .unwrap_or_else(|| panic!("codegen: let {} used before its definition", l.index())),
             Expr::Unary { op, arg } => {
                 let a = operand(self, arg)?;
-                let op = match op {
+                let native = match op {
                     UnaryOp::Neg => FloatUnaryOp::Neg,
                     UnaryOp::Abs => FloatUnaryOp::Abs,
                     UnaryOp::Sqrt => FloatUnaryOp::Sqrt,
                     UnaryOp::Floor => FloatUnaryOp::Floor,
                     UnaryOp::Ceil => FloatUnaryOp::Ceil,
-                    other => return Err(unsupported(other.name())),
+                    UnaryOp::Exp => return Ok(self.math(Function::Exp, &[a], id, memo)),
+                    UnaryOp::Ln => return Ok(self.math(Function::Ln, &[a], id, memo)),
+                    UnaryOp::Sin => return Ok(self.math(Function::Sin, &[a], id, memo)),
+                    UnaryOp::Cos => return Ok(self.math(Function::Cos, &[a], id, memo)),
+                    UnaryOp::Tan => return Ok(self.math(Function::Tan, &[a], id, memo)),
+                    UnaryOp::Tanh => return Ok(self.math(Function::Tanh, &[a], id, memo)),
                 };
                 let dst = self.b.reg(self.fclass);
                 self.b.push(Inst::FloatUnary {
-                    op,
+                    op: native,
                     ty: fty,
                     dst,
                     a: a.into(),
@@ -115,7 +102,7 @@ impl Ctx<'_> {
                     BinaryOp::Div => FloatOp::Div,
                     BinaryOp::Min => FloatOp::Min,
                     BinaryOp::Max => FloatOp::Max,
-                    BinaryOp::Pow => return Err(unsupported("pow")),
+                    BinaryOp::Pow => return Ok(self.math(Function::Pow, &[a, b], id, memo)),
                 };
                 let dst = self.b.reg(self.fclass);
                 self.b.push(Inst::Float {
@@ -180,13 +167,17 @@ impl Ctx<'_> {
         memo[id.index()] = Some(r);
         Ok(r)
     }
-}
 
-fn unsupported(name: &str) -> Error {
-    Error::new(
-        ErrorKind::BackendUnavailable,
-        format!(
-            "the GPU code generator has no accurate PTX for `{name}`; run this kernel on the CPU backend"
-        ),
-    )
+    /// A function of the math module (no native instruction), memoised as expression `id`.
+    fn math(
+        &mut self,
+        function: Function,
+        args: &[Reg],
+        id: ExprId,
+        memo: &mut [Option<Reg>],
+    ) -> Reg {
+        let r = math::emit(&mut self.b, function, self.fty, args);
+        memo[id.index()] = Some(r);
+        r
+    }
 }

@@ -11,13 +11,15 @@
 //! register queue, and its shared-memory-tile form). Assumes a verified kernel and geometries
 //! that passed [`Job::new`](stencil_core::Job::new) (same interior shape, halos wide enough).
 //!
-//! Math: `neg abs sqrt floor ceil min max div`, comparisons, logic and selects are native
-//! instructions. `exp ln sin cos tan tanh pow` have no accurate PTX instruction (the `.approx`
-//! forms are not accurate enough for verification, and none exist in f64), so a kernel using
-//! them is rejected with [`ErrorKind::BackendUnavailable`]: run it on the CPU backend.
+//! Math: every function of the IR is supported. `neg abs sqrt floor ceil min max div`,
+//! comparisons, logic and selects are native instructions; `exp ln sin cos tan tanh pow` have
+//! no accurate PTX instruction and are emitted inline by `math/` (range reduction and
+//! polynomials in f64, within 1-2 ulp of Rust's std; the accuracy table and the argument
+//! range of `sin cos tan` are in that module's documentation).
 
 mod eval;
 pub mod halo;
+mod math;
 mod point;
 mod stream;
 #[cfg(test)]
@@ -78,8 +80,7 @@ impl GeneratedKernel {
 /// above 90 emit sm_90 PTX, which the driver compiles forward).
 ///
 /// # Errors
-/// - [`ErrorKind::BackendUnavailable`]: the kernel uses a function with no accurate PTX form
-///   (`exp ln sin cos tan tanh pow`), or has more than 3 dimensions.
+/// - [`ErrorKind::BackendUnavailable`]: the kernel has more than 3 dimensions.
 /// - [`ErrorKind::InvalidSchedule`]: the schedule is malformed (zero or too many threads, a
 ///   streaming variant with block z > 1, shared tiles over the 48 KiB static limit, a grid
 ///   over the launch limits).
@@ -144,7 +145,8 @@ pub fn generate(
     })
 }
 
-/// Whether the generator can express `kernel` at all (dimensions and functions).
+/// Whether the generator can express `kernel` at all: it can, every function included, when
+/// the kernel has 1 to 3 dimensions.
 ///
 /// # Errors
 /// [`ErrorKind::BackendUnavailable`] naming what is missing.
@@ -157,17 +159,6 @@ pub fn check_kernel(kernel: &Kernel) -> Result<()> {
                 kernel.name, kernel.n_dims
             ),
         ));
-    }
-    for e in &kernel.exprs {
-        if let Some(name) = eval::unsupported_function(e) {
-            return Err(Error::new(
-                ErrorKind::BackendUnavailable,
-                format!(
-                    "the GPU code generator has no accurate PTX for `{name}` (kernel `{}`); run it on the CPU backend",
-                    kernel.name
-                ),
-            ));
-        }
     }
     Ok(())
 }

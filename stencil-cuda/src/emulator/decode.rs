@@ -478,6 +478,7 @@ impl Decoder<'_> {
         let supported = match (rounding, to, from) {
             (Some("rmi"), F32, F32) | (Some("rmi"), F64, F64) => return unary(UnaryOp::Floor),
             (Some("rpi"), F32, F32) | (Some("rpi"), F64, F64) => return unary(UnaryOp::Ceil),
+            (Some("rni"), F32, F32) | (Some("rni"), F64, F64) => return unary(UnaryOp::Rint),
             (Some("rn"), F32, F64) | (None, F64, F32) => true,
             (None, S64, S32) | (None, U64, U32) | (None, S32, S64) | (None, U32, U64) => true,
             (Some("rn"), F32 | F64, S32 | U32 | S64) => true,

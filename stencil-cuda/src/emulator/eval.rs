@@ -218,6 +218,7 @@ pub(crate) fn unary(op: UnaryOp, ty: Ty, a: u64) -> u64 {
                 UnaryOp::Cos => x.cos(),
                 UnaryOp::Floor => x.floor(),
                 UnaryOp::Ceil => x.ceil(),
+                UnaryOp::Rint => x.round_ties_even(),
                 // The decoder admits `not` for bit types only.
                 UnaryOp::Not => x,
             })
@@ -231,6 +232,7 @@ pub(crate) fn unary(op: UnaryOp, ty: Ty, a: u64) -> u64 {
                 UnaryOp::Rcp => 1.0 / x,
                 UnaryOp::Floor => x.floor(),
                 UnaryOp::Ceil => x.ceil(),
+                UnaryOp::Rint => x.round_ties_even(),
                 // The decoder admits the approximate functions for f32 only.
                 _ => x,
             }

@@ -170,6 +170,8 @@ pub(crate) enum UnaryOp {
     Floor,
     /// `cvt.rpi.fXX.fXX`.
     Ceil,
+    /// `cvt.rni.fXX.fXX`: nearest integer, ties to even.
+    Rint,
 }
 
 /// Three-operand operations.

@@ -163,6 +163,14 @@ pub enum IntOp {
     Min,
     /// `max`
     Max,
+    /// `shl` (type b32 or b64; the shift amount is a u32 operand).
+    Shl,
+    /// `shr` (arithmetic for s32/s64, logical for u32/u64/b32/b64).
+    Shr,
+    /// `and` (type b32 or b64).
+    And,
+    /// `or` (type b32 or b64).
+    Or,
 }
 
 /// Float operations of two operands (round to nearest even where rounding applies).
@@ -195,6 +203,8 @@ pub enum FloatUnaryOp {
     Floor,
     /// `cvt.rpi` (ceil)
     Ceil,
+    /// `cvt.rni` (round to the nearest integer, ties to even)
+    Rint,
 }
 
 /// Comparison of `setp`.
@@ -214,6 +224,8 @@ pub enum Cmp {
     Ge,
     /// `neu` (unordered: true on NaN)
     Neu,
+    /// `nan` (true when either operand is NaN)
+    Nan,
 }
 
 /// Connectives of predicates.
@@ -330,6 +342,32 @@ pub enum Inst {
         dst: Reg,
         /// Operand.
         a: Operand,
+    },
+    /// `fma.rn.ty dst, a, b, c`: `a * b + c` with one rounding (f32 or f64).
+    Fma {
+        /// Type (f32 or f64).
+        ty: Type,
+        /// Destination.
+        dst: Reg,
+        /// Factor.
+        a: Operand,
+        /// Factor.
+        b: Operand,
+        /// Addend.
+        c: Operand,
+    },
+    /// `cvt` from or to a float type, with the rounding PTX requires: `.rn` for f64 to f32
+    /// and for integer to float, `.rzi` (truncation) for float to integer, none for f32 to
+    /// f64 (exact).
+    CvtFloat {
+        /// Destination type.
+        dst_ty: Type,
+        /// Source type.
+        src_ty: Type,
+        /// Destination.
+        dst: Reg,
+        /// Source.
+        src: Reg,
     },
     /// `cvt.dst_ty.src_ty dst, src` between integer types.
     CvtInt {

@@ -130,6 +130,7 @@ fn cmp(c: Cmp) -> &'static str {
         Cmp::Gt => "gt",
         Cmp::Ge => "ge",
         Cmp::Neu => "neu",
+        Cmp::Nan => "nan",
     }
 }
 
@@ -159,6 +160,10 @@ impl fmt::Display for Line<'_> {
                     IntOp::MulLo => "mul.lo",
                     IntOp::Min => "min",
                     IntOp::Max => "max",
+                    IntOp::Shl => "shl",
+                    IntOp::Shr => "shr",
+                    IntOp::And => "and",
+                    IntOp::Or => "or",
                 };
                 write!(f, "{name}.{ty} {dst}, {}, {};", op(a), op(b))
             }
@@ -194,7 +199,24 @@ impl fmt::Display for Line<'_> {
                 FloatUnaryOp::Sqrt => write!(f, "sqrt.rn.{ty} {dst}, {};", op(a)),
                 FloatUnaryOp::Floor => write!(f, "cvt.rmi.{ty}.{ty} {dst}, {};", op(a)),
                 FloatUnaryOp::Ceil => write!(f, "cvt.rpi.{ty}.{ty} {dst}, {};", op(a)),
+                FloatUnaryOp::Rint => write!(f, "cvt.rni.{ty}.{ty} {dst}, {};", op(a)),
             },
+            Inst::Fma { ty, dst, a, b, c } => {
+                write!(f, "fma.rn.{ty} {dst}, {}, {}, {};", op(a), op(b), op(c))
+            }
+            Inst::CvtFloat {
+                dst_ty,
+                src_ty,
+                dst,
+                src,
+            } => {
+                let rounding = match (dst_ty, src_ty) {
+                    (Type::F64, Type::F32) => "",
+                    (Type::F32 | Type::F64, _) => ".rn",
+                    _ => ".rzi",
+                };
+                write!(f, "cvt{rounding}.{dst_ty}.{src_ty} {dst}, {src};")
+            }
             Inst::CvtInt {
                 dst_ty,
                 src_ty,
@@ -369,6 +391,116 @@ mod tests {
         assert!(text.contains("setp.neu.f64 %p1, %fd1, %fd2;"), "{text}");
         assert!(text.contains("@!%p1 bra $L1;"), "{text}");
         assert!(text.contains("$L1:\n\tret;"), "{text}");
+    }
+
+    #[test]
+    fn prints_the_math_instructions() {
+        let mut b = EntryBuilder::new("m");
+        let x = b.reg(RegClass::F64);
+        let y = b.reg(RegClass::F64);
+        let f = b.reg(RegClass::F32);
+        let bits = b.reg(RegClass::B64);
+        let k = b.reg(RegClass::B32);
+        let p = b.reg(RegClass::Pred);
+        let insts = [
+            Inst::Fma {
+                ty: Type::F64,
+                dst: y,
+                a: x.into(),
+                b: Operand::F64(2.0),
+                c: Operand::F64(-1.0),
+            },
+            Inst::FloatUnary {
+                op: FloatUnaryOp::Rint,
+                ty: Type::F64,
+                dst: y,
+                a: x.into(),
+            },
+            Inst::CvtFloat {
+                dst_ty: Type::F32,
+                src_ty: Type::F64,
+                dst: f,
+                src: x,
+            },
+            Inst::CvtFloat {
+                dst_ty: Type::F64,
+                src_ty: Type::F32,
+                dst: x,
+                src: f,
+            },
+            Inst::CvtFloat {
+                dst_ty: Type::S32,
+                src_ty: Type::F64,
+                dst: k,
+                src: x,
+            },
+            Inst::CvtFloat {
+                dst_ty: Type::F64,
+                src_ty: Type::S64,
+                dst: x,
+                src: bits,
+            },
+            Inst::Mov {
+                ty: Type::B64,
+                dst: bits,
+                src: x.into(),
+            },
+            Inst::Int {
+                op: IntOp::Shl,
+                ty: Type::B64,
+                dst: bits,
+                a: bits.into(),
+                b: Operand::Int(52),
+            },
+            Inst::Int {
+                op: IntOp::Shr,
+                ty: Type::S32,
+                dst: k,
+                a: k.into(),
+                b: Operand::Int(1),
+            },
+            Inst::Int {
+                op: IntOp::And,
+                ty: Type::B64,
+                dst: bits,
+                a: bits.into(),
+                b: Operand::Int(3),
+            },
+            Inst::Int {
+                op: IntOp::Or,
+                ty: Type::B64,
+                dst: bits,
+                a: bits.into(),
+                b: Operand::Int(4607182418800017408),
+            },
+            Inst::Setp {
+                cmp: Cmp::Nan,
+                ty: Type::F64,
+                dst: p,
+                a: x.into(),
+                b: y.into(),
+            },
+        ];
+        for inst in insts {
+            b.push(inst);
+        }
+        let text = b.finish().to_string();
+        for line in [
+            "fma.rn.f64 %fd2, %fd1, 0d4000000000000000, 0dBFF0000000000000;",
+            "cvt.rni.f64.f64 %fd2, %fd1;",
+            "cvt.rn.f32.f64 %f1, %fd1;",
+            "cvt.f64.f32 %fd1, %f1;",
+            "cvt.rzi.s32.f64 %r1, %fd1;",
+            "cvt.rn.f64.s64 %fd1, %rd1;",
+            "mov.b64 %rd1, %fd1;",
+            "shl.b64 %rd1, %rd1, 52;",
+            "shr.s32 %r1, %r1, 1;",
+            "and.b64 %rd1, %rd1, 3;",
+            "or.b64 %rd1, %rd1, 4607182418800017408;",
+            "setp.nan.f64 %p1, %fd1, %fd2;",
+        ] {
+            assert!(text.contains(&format!("\t{line}\n")), "{line}\n{text}");
+        }
     }
 
     #[test]

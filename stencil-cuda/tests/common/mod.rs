@@ -29,13 +29,23 @@ stencil! {
         out[i, j] = pick + select(u[i, j] != m, 1.0, -1.0) + select(u[i, j] == a, 2.0, 0.0);
     }
 
-    /// A transcendental function the generator rejects.
-    pub fn uses_exp(u: &Grid2<f64>, out: &mut Grid2<f64>) {
-        out[i, j] = exp(u[i, j]);
+    /// Every transcendental function mixed with arithmetic, in f64 (the generator's inline
+    /// math routines); a negative base with an integer exponent in `pow`.
+    pub fn transcendental(u: &Grid2<f64>, v: &Grid2<f64>, out: &mut Grid2<f64>, s: f64) {
+        let a = exp(s * u[i, j]) - ln(abs(v[i-1, j]) + 0.25) + exp(-700.0 * abs(u[i, j]));
+        let b = sin(8.0 * u[i, j+1]) * cos(v[i, j] - 3.0) + tan(u[i+1, j]);
+        let c = tanh(4.0 * v[i, j-1]) + pow(abs(u[i, j]) + 0.5, 6.0 * v[i, j]) + pow(v[i, j], 3.0);
+        out[i, j] = a + b * c;
+    }
+
+    /// The same functions in f32, in 1-D.
+    pub fn transcendental_f32(u: &Grid1<f32>, out: &mut Grid1<f32>, s: f32) {
+        let a = exp(s * u[i]) + ln(abs(u[i-1]) + 0.25) * sin(3.0 * u[i+1]) - cos(u[i]);
+        out[i] = a + tan(u[i]) * tanh(2.0 * u[i+1]) - pow(abs(u[i]) + 1.0, u[i-1] * 4.0);
     }
 }
 
-/// The seeds' kernels the GPU generator supports (f64 ones and f32 ones).
+/// The seeds' kernels and the kernels above (f64 ones and f32 ones).
 pub(crate) fn seed_kernels() -> (Vec<Kernel>, Vec<Kernel>) {
     let f64s = vec![
         laplacian::stencil().kernel().clone(),
@@ -48,10 +58,12 @@ pub(crate) fn seed_kernels() -> (Vec<Kernel>, Vec<Kernel>) {
         dia_spmv::stencil().kernel().clone(),
         smooth1d::stencil().kernel().clone(),
         native_math::stencil().kernel().clone(),
+        transcendental::stencil().kernel().clone(),
     ];
     let f32s = vec![
         jacobi7_f32::stencil().kernel().clone(),
         upwind::stencil().kernel().clone(),
+        transcendental_f32::stencil().kernel().clone(),
     ];
     (f64s, f32s)
 }

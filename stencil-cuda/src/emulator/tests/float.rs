@@ -365,3 +365,36 @@ fn approximate_functions_are_close() {
         }
     }
 }
+
+#[test]
+fn round_to_nearest_integer_ties_to_even() {
+    // (argument, expected), written out: ties go to the even neighbour, the sign of zero and
+    // of the argument is kept, integers, infinities and NaN pass through.
+    let cases = [
+        (0.5, 0.0),
+        (1.5, 2.0),
+        (2.5, 2.0),
+        (-0.5, -0.0),
+        (-2.5, -2.0),
+        (-3.5, -4.0),
+        (3.7, 4.0),
+        (-3.2, -3.0),
+        (0.49999999999999994, 0.0),
+        (4503599627370497.0, 4503599627370497.0),
+        (1e300, 1e300),
+        (f64::NEG_INFINITY, f64::NEG_INFINITY),
+        (f64::NAN, f64::NAN),
+    ];
+    let v = f64_bits(&cases.map(|c| c.0));
+    let out = map3("f64", "f64", "cvt.rni.f64.f64 %o, %a;", &v, &v, &v);
+    for (i, &(x, want)) in cases.iter().enumerate() {
+        assert_same_f64(out[i], want, &format!("cvt.rni.f64.f64 {x:e}"));
+    }
+    let narrow = cases.map(|c| (c.0 as f32, c.1 as f32));
+    let v = f32_bits(&narrow.map(|c| c.0));
+    let out = map3("f32", "f32", "cvt.rni.f32.f32 %o, %a;", &v, &v, &v);
+    for (i, &(x, want)) in narrow.iter().enumerate() {
+        // 0.49999999999999994 rounds up to 0.5 in f32, a tie that goes to 0.
+        assert_same_f32(out[i], want, &format!("cvt.rni.f32.f32 {x:e}"));
+    }
+}

@@ -1,0 +1,350 @@
+//! Transcendental functions as PTX: `exp ln sin cos tan tanh pow` for `f32` and `f64`, emitted
+//! inline (branch-free, through `selp`) by one function per routine, with the semantics of
+//! Rust's std (what the reference interpreter calls), special values included.
+//!
+//! PTX has no accurate instruction for any of them (the `.approx.f32` forms are off by many
+//! ulp after range reduction, and there is no f64 form at all), so every routine is range
+//! reduction plus a polynomial in `f64` with `fma`:
+//!
+//! - `exp` (`exp.rs`): `x = k ln2 + r` with a two-part `ln2` (the first product exact under
+//!   `fma`), `expm1(r)` by a degree-13 Taylor polynomial on `|r| <= ln2/2`, the reduced
+//!   argument carried as a double-double so `pow` can pass a low part; `2^k` is built from
+//!   exponent bits in two halves, so subnormal results round once and overflow is `+inf`.
+//! - `ln` (`log.rs`): exponent and mantissa split with bit operations (subnormals scaled by
+//!   `2^54` first), mantissa in `[sqrt(1/2), sqrt(2))`, `s = (m-1)/(m+1)` and the odd `atanh`
+//!   series, summed as a double-double (`2s` and `2s^3/3` exact to about 2^-100, the rest in
+//!   double); `ln` returns the rounded high part.
+//! - `sin cos tan` (`trig.rs`): Cody-Waite reduction by `pi/2` with a three-part `pi/2`
+//!   (`k p1` exact under `fma`, `k p2` an exact two-product), the reduced argument as a
+//!   double-double, fdlibm's minimax kernels for `sin` and `cos` on `[-pi/4, pi/4]` with the
+//!   tail correction, the quadrant from `k mod 4`; `tan = sin/cos` of the reduced argument.
+//! - `tanh` (`tanh.rs`): `x` for `|x| < 2^-27`, an odd polynomial (degree 23, Chebyshev fit
+//!   of `(tanh(x)/x - 1)/x^2`) for `|x| < 0.55`, `1 - 2/(exp(2|x|) + 1)` beyond, with the sign.
+//! - `pow` (`pow.rs`): `exp(y ln|x|)` with `ln|x|` as a double-double and `y ln|x|` as an exact
+//!   two-product, so large results keep their accuracy; C99/IEEE special cases by `selp`.
+//!
+//! `f32` routines widen the argument to `f64` (exact), run the `f64` routine and round once
+//! (`cvt.rn.f32.f64`): simpler than separate `f32` polynomials and correctly rounded in all
+//! but rare double-rounding cases. The cost is `f64` arithmetic, which data-centre GPUs run at
+//! half the `f32` rate; stencils are usually bound by memory, where this does not show.
+//! Sizes in f64 instructions, all executed (no branches): `exp` about 37, `ln` 75, `sin`,
+//! `cos`, `tan` 60 each, `tanh` 62, `pow` 160; an `f32` call adds two conversions.
+//!
+//! # Accuracy
+//!
+//! Maximum error in ulp of Rust's std result (glibc's libm on Linux), measured by the unit
+//! test `accuracy_report` over 20 000 random arguments per function and type (across the whole
+//! range, every exponent and sign, near `1` for `ln`, near multiples of `pi/2` for the
+//! trigonometric functions, bases near 1 with large exponents and negative bases with integer
+//! exponents for `pow`) plus the special values, which all match exactly:
+//!
+//! | function | f64 | f32 | arguments |
+//! |----------|-----|-----|-----------|
+//! | exp      | 1   | 1   | all |
+//! | ln       | 1   | 1   | all |
+//! | sin, cos | 1   | 1   | `abs(x) <= 2^44` |
+//! | tan      | 2   | 1   | `abs(x) <= 2^44` |
+//! | tanh     | 2   | 2   | all (std's own error: at the worst points found, this result is the correctly rounded one, std's is 2 ulp off) |
+//! | pow      | 1   | 1   | all, results from subnormal to overflow |
+//!
+//! The test asserts them, with room of one ulp for `pow` in f64 (so at most 2 ulp everywhere
+//! in f64, 1 in f32 except `tanh`), since another libm may round differently. The facade's `verify` tolerance (4096 eps scaled by the
+//! output's magnitude) is far wider.
+//!
+//! Limits: `sin cos tan` reduce with 161 bits of `pi/2`, enough for `abs(x) <= 2^44` (about
+//! 1.76e13; the reduced argument's absolute error stays below 2^-115, small against the
+//! smallest distance of a double to a multiple of `pi/2`, about 2^-61). Past about `2^45`
+//! the rounded `x 2/pi` no longer gives the nearest multiple, and no Payne-Hanek reduction is
+//! done: results are finite (`sin` and `cos` in `[-1, 1]`) but not accurate; the test
+//! `trigonometric_functions_stay_finite_past_the_accurate_range` checks this. `f32` arguments
+//! share the limit.
+
+mod exp;
+mod log;
+mod pow;
+mod tanh;
+#[cfg(test)]
+mod tests;
+mod trig;
+
+use crate::ptx::{
+    Cmp, EntryBuilder, FloatOp, FloatUnaryOp, Inst, IntOp, Operand, PredOp, Reg, RegClass, Type,
+};
+
+/// A function without a native PTX instruction, emitted by this module.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Function {
+    /// `e^x`
+    Exp,
+    /// Natural logarithm.
+    Ln,
+    /// Sine.
+    Sin,
+    /// Cosine.
+    Cos,
+    /// Tangent.
+    Tan,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// `x^y` (two arguments).
+    Pow,
+}
+
+/// Emits `function` of `args` (one register, two for `pow`) of float type `ty` (f32 or f64);
+/// returns the result register (of `ty`'s class).
+pub(crate) fn emit(b: &mut EntryBuilder, function: Function, ty: Type, args: &[Reg]) -> Reg {
+    let mut e = Emitter { b };
+    let wide: Vec<Reg> = match ty {
+        Type::F32 => args
+            .iter()
+            .map(|&a| e.cvt(Type::F64, Type::F32, a))
+            .collect(),
+        _ => args.to_vec(),
+    };
+    let result = match function {
+        Function::Exp => exp::exp(&mut e, wide[0]),
+        Function::Ln => log::ln(&mut e, wide[0]),
+        Function::Sin => trig::sin(&mut e, wide[0]),
+        Function::Cos => trig::cos(&mut e, wide[0]),
+        Function::Tan => trig::tan(&mut e, wide[0]),
+        Function::Tanh => tanh::tanh(&mut e, wide[0]),
+        Function::Pow => pow::pow(&mut e, wide[0], wide[1]),
+    };
+    match ty {
+        Type::F32 => e.cvt(Type::F32, Type::F64, result),
+        _ => result,
+    }
+}
+
+/// An `f64` immediate.
+fn imm(value: f64) -> Operand {
+    Operand::F64(value)
+}
+
+/// Appends instructions of the math routines to an entry; every method allocates its
+/// destination. Float methods work in `f64`.
+struct Emitter<'b> {
+    b: &'b mut EntryBuilder,
+}
+
+impl Emitter<'_> {
+    fn float(&mut self, op: FloatOp, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        let dst = self.b.reg(RegClass::F64);
+        self.b.push(Inst::Float {
+            op,
+            ty: Type::F64,
+            dst,
+            a: a.into(),
+            b: b.into(),
+        });
+        dst
+    }
+
+    fn add(&mut self, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.float(FloatOp::Add, a, b)
+    }
+
+    fn sub(&mut self, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.float(FloatOp::Sub, a, b)
+    }
+
+    fn mul(&mut self, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.float(FloatOp::Mul, a, b)
+    }
+
+    fn div(&mut self, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.float(FloatOp::Div, a, b)
+    }
+
+    fn min(&mut self, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.float(FloatOp::Min, a, b)
+    }
+
+    fn max(&mut self, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.float(FloatOp::Max, a, b)
+    }
+
+    /// `a * b + c`, rounded once.
+    fn fma(&mut self, a: impl Into<Operand>, b: impl Into<Operand>, c: impl Into<Operand>) -> Reg {
+        let dst = self.b.reg(RegClass::F64);
+        self.b.push(Inst::Fma {
+            ty: Type::F64,
+            dst,
+            a: a.into(),
+            b: b.into(),
+            c: c.into(),
+        });
+        dst
+    }
+
+    fn unary(&mut self, op: FloatUnaryOp, a: Reg) -> Reg {
+        let dst = self.b.reg(RegClass::F64);
+        self.b.push(Inst::FloatUnary {
+            op,
+            ty: Type::F64,
+            dst,
+            a: a.into(),
+        });
+        dst
+    }
+
+    fn neg(&mut self, a: Reg) -> Reg {
+        self.unary(FloatUnaryOp::Neg, a)
+    }
+
+    fn abs(&mut self, a: Reg) -> Reg {
+        self.unary(FloatUnaryOp::Abs, a)
+    }
+
+    /// `setp.cmp.ty` into a fresh predicate.
+    fn setp_ty(&mut self, cmp: Cmp, ty: Type, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        let dst = self.b.reg(RegClass::Pred);
+        self.b.push(Inst::Setp {
+            cmp,
+            ty,
+            dst,
+            a: a.into(),
+            b: b.into(),
+        });
+        dst
+    }
+
+    /// `setp.cmp.f64`.
+    fn setp(&mut self, cmp: Cmp, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.setp_ty(cmp, Type::F64, a, b)
+    }
+
+    /// Whether `a` is NaN.
+    fn is_nan(&mut self, a: Reg) -> Reg {
+        self.setp(Cmp::Nan, a, a)
+    }
+
+    /// `pred ? a : b` in f64.
+    fn select(&mut self, pred: Reg, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        let dst = self.b.reg(RegClass::F64);
+        self.b.push(Inst::Selp {
+            ty: Type::F64,
+            dst,
+            a: a.into(),
+            b: b.into(),
+            pred,
+        });
+        dst
+    }
+
+    fn pred(&mut self, op: PredOp, a: Reg, b: Reg) -> Reg {
+        let dst = self.b.reg(RegClass::Pred);
+        self.b.push(Inst::Pred { op, dst, a, b });
+        dst
+    }
+
+    fn and(&mut self, a: Reg, b: Reg) -> Reg {
+        self.pred(PredOp::And, a, b)
+    }
+
+    fn or(&mut self, a: Reg, b: Reg) -> Reg {
+        self.pred(PredOp::Or, a, b)
+    }
+
+    fn not(&mut self, a: Reg) -> Reg {
+        let dst = self.b.reg(RegClass::Pred);
+        self.b.push(Inst::NotPred { dst, a });
+        dst
+    }
+
+    /// An integer or bit operation of type `ty` into a fresh register of its class.
+    fn int(&mut self, op: IntOp, ty: Type, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        let dst = self.b.reg(super::class_of(ty));
+        self.b.push(Inst::Int {
+            op,
+            ty,
+            dst,
+            a: a.into(),
+            b: b.into(),
+        });
+        dst
+    }
+
+    /// The bits of an f64 (`mov.b64` into a 64-bit integer register).
+    fn bits(&mut self, a: Reg) -> Reg {
+        let dst = self.b.reg(RegClass::B64);
+        self.b.push(Inst::Mov {
+            ty: Type::B64,
+            dst,
+            src: a.into(),
+        });
+        dst
+    }
+
+    /// The f64 with the given bits.
+    fn float_of_bits(&mut self, a: Reg) -> Reg {
+        let dst = self.b.reg(RegClass::F64);
+        self.b.push(Inst::Mov {
+            ty: Type::B64,
+            dst,
+            src: a.into(),
+        });
+        dst
+    }
+
+    /// `cvt` between a float type and another type (see [`Inst::CvtFloat`] for rounding).
+    fn cvt(&mut self, dst_ty: Type, src_ty: Type, src: Reg) -> Reg {
+        let dst = self.b.reg(super::class_of(dst_ty));
+        self.b.push(Inst::CvtFloat {
+            dst_ty,
+            src_ty,
+            dst,
+            src,
+        });
+        dst
+    }
+
+    /// `cvt` between integer types.
+    fn cvt_int(&mut self, dst_ty: Type, src_ty: Type, src: Reg) -> Reg {
+        let dst = self.b.reg(super::class_of(dst_ty));
+        self.b.push(Inst::CvtInt {
+            dst_ty,
+            src_ty,
+            dst,
+            src,
+        });
+        dst
+    }
+
+    /// `sum(coeffs[i] * z^i)` by Horner's rule with `fma` (at least two coefficients).
+    fn horner(&mut self, z: Reg, coeffs: &[f64]) -> Reg {
+        let n = coeffs.len();
+        let mut acc = self.fma(z, imm(coeffs[n - 1]), imm(coeffs[n - 2]));
+        for &c in coeffs[..n - 2].iter().rev() {
+            acc = self.fma(acc, z, imm(c));
+        }
+        acc
+    }
+
+    /// `(s, e)` with `s = fl(a + b)` and `s + e = a + b` exactly (Knuth's TwoSum).
+    fn two_sum(&mut self, a: Reg, b: Reg) -> (Reg, Reg) {
+        let s = self.add(a, b);
+        let bb = self.sub(s, a);
+        let ab = self.sub(s, bb);
+        let da = self.sub(a, ab);
+        let db = self.sub(b, bb);
+        let e = self.add(da, db);
+        (s, e)
+    }
+
+    /// TwoSum for `|a| >= |b|` (Dekker's Fast2Sum).
+    fn fast_two_sum(&mut self, a: Reg, b: Reg) -> (Reg, Reg) {
+        let s = self.add(a, b);
+        let t = self.sub(s, a);
+        let e = self.sub(b, t);
+        (s, e)
+    }
+
+    /// `(p, e)` with `p = fl(a * b)` and `p + e = a * b` exactly.
+    fn two_prod(&mut self, a: Reg, b: impl Into<Operand> + Copy) -> (Reg, Reg) {
+        let p = self.mul(a, b);
+        let np = self.neg(p);
+        let e = self.fma(a, b, np);
+        (p, e)
+    }
+}
