@@ -45,6 +45,7 @@ impl<T: Element, const D: usize> Grid<T, D> {
             .zip(self.geometry.interior())
             .all(|(&p, &n)| p >= 0 && (p as usize) < n);
         self.interior_changed |= interior;
+        self.halo_current &= interior;
         let i = self.geometry.index(&point);
         self.storage[i] = value;
         Ok(())

@@ -35,7 +35,10 @@ pub const DEFAULT_HALO: usize = 4;
 /// halo (`fill`, `fill_with`, `map_inplace`, boundary setters) call it themselves; every other
 /// mutable access to the interior (`set`, `IndexMut`, `rows_mut`, `view_mut`, `as_mut_slice`,
 /// `interior_mut`) marks the halo stale, and [`halo_is_stale`](Self::halo_is_stale) reports
-/// it when some face's condition depends on the interior.
+/// it when some face's condition depends on the interior. The grid also knows whether any halo
+/// point was written since the last fill, so [`refresh_halo`](Self::refresh_halo) (what
+/// `Launch::run` calls on outputs) skips the fill when only the interior changed and every
+/// face is constant.
 pub struct Grid<T: Element, const D: usize> {
     pub(super) geometry: Geometry,
     pub(super) storage: AlignedBuffer<T>,
@@ -43,6 +46,10 @@ pub struct Grid<T: Element, const D: usize> {
     pub(super) boundaries: [[Boundary<T>; 2]; D],
     /// The interior may have changed since the last `update_halo`.
     pub(super) interior_changed: bool,
+    /// The halo holds what the boundaries prescribed at the last fill and no halo point has
+    /// been written since (only then may [`refresh_halo`](Self::refresh_halo) skip constant
+    /// faces).
+    pub(super) halo_current: bool,
 }
 
 impl<T: Element, const D: usize> Grid<T, D> {
@@ -76,6 +83,8 @@ impl<T: Element, const D: usize> Grid<T, D> {
             geometry,
             boundaries: [[Boundary::Dirichlet(T::ZERO); 2]; D],
             interior_changed: false,
+            // Zeroed storage is what `Dirichlet(0)` prescribes.
+            halo_current: true,
         })
     }
 
@@ -130,6 +139,9 @@ impl<T: Element, const D: usize> Grid<T, D> {
             storage: AlignedBuffer::zeroed(self.geometry.len),
             boundaries: self.boundaries,
             interior_changed: false,
+            // A zero halo is right for a zero interior unless a Dirichlet value is nonzero,
+            // in which case `update_halo` below fills it.
+            halo_current: true,
         };
         let nonzero_value = self.boundaries.iter().flatten().any(|b| match b {
             Boundary::Dirichlet(v) => v.to_f64().to_bits() != 0,
@@ -207,6 +219,36 @@ impl<T: Element, const D: usize> Grid<T, D> {
         };
         fill_halo(&mut view, &self.boundaries);
         self.interior_changed = false;
+        self.halo_current = true;
+    }
+
+    /// Brings the halo up to date at the least cost: does nothing when no halo point was
+    /// written since the last fill and no face depends on the interior (constant `Dirichlet`
+    /// and `UserManaged` faces keep their values), otherwise [`update_halo`](Self::update_halo).
+    /// `Launch::run` calls it on every output after a sweep.
+    pub fn refresh_halo(&mut self) {
+        let depends = self
+            .boundaries
+            .iter()
+            .flatten()
+            .any(Boundary::depends_on_interior);
+        if depends || !self.halo_current {
+            self.update_halo();
+        }
+    }
+
+    /// A mutable view for a kernel's output: like [`view_mut`](Self::view_mut), but the caller
+    /// writes interior points only (what [`Backend::run`](crate::Backend::run) requires of a
+    /// backend, and `verify` checks), so the halo keeps its values and
+    /// [`refresh_halo`](Self::refresh_halo) can skip constant faces. Writing a halo point
+    /// through it leaves a halo that `refresh_halo` may not repair.
+    #[doc(hidden)]
+    pub fn kernel_output_view(&mut self) -> FieldViewMut<'_, T> {
+        self.interior_changed = true;
+        FieldViewMut {
+            geom: self.geometry,
+            data: &mut self.storage,
+        }
     }
 
     /// Whether the halo may be out of date: the interior may have changed since the last
@@ -232,6 +274,7 @@ impl<T: Element, const D: usize> Grid<T, D> {
     /// Mutable view of the whole storage with its geometry; marks the halo stale.
     pub fn view_mut(&mut self) -> FieldViewMut<'_, T> {
         self.interior_changed = true;
+        self.halo_current = false;
         FieldViewMut {
             geom: self.geometry,
             data: &mut self.storage,
@@ -247,6 +290,7 @@ impl<T: Element, const D: usize> Grid<T, D> {
     /// The whole storage, mutably; marks the halo stale.
     pub fn as_mut_slice(&mut self) -> &mut [T] {
         self.interior_changed = true;
+        self.halo_current = false;
         &mut self.storage
     }
 }
@@ -259,6 +303,7 @@ impl<T: Element, const D: usize> Clone for Grid<T, D> {
             storage: self.storage.clone(),
             boundaries: self.boundaries,
             interior_changed: self.interior_changed,
+            halo_current: self.halo_current,
         }
     }
 }

@@ -186,3 +186,48 @@ fn stale_halo_is_refreshed_by_update_halo() {
     assert_eq!(g.get([2, 3, 2, 4]), Some(42.0));
     assert_eq!(g.get([-1, -1, -1, -1]), Some(g[[1, 2, 1, 3]]));
 }
+
+#[test]
+fn refresh_halo_repairs_written_halos_and_follows_the_interior() {
+    // Dirichlet faces: a halo point written by hand is restored, interior writes through the
+    // kernel-output view keep the constant halo.
+    let mut g = Grid2::<f64>::with_halo([4, 5], 1).unwrap();
+    g.set_boundary(Boundary::Dirichlet(2.5));
+    g.set([-1, 2], 9.0).unwrap();
+    assert_eq!(g.get([-1, 2]), Some(9.0));
+    g.refresh_halo();
+    assert_eq!(
+        g.get([-1, 2]),
+        Some(2.5),
+        "a written halo point is refilled"
+    );
+    g.as_mut_slice()[0] = -7.0; // the corner halo point (-1, -1)
+    g.refresh_halo();
+    assert_eq!(
+        g.get([-1, -1]),
+        Some(2.5),
+        "raw storage writes are repaired"
+    );
+    {
+        let view = g.kernel_output_view();
+        let i = view.geom.index(&[1, 1]);
+        view.data[i] = 4.0;
+    }
+    g.refresh_halo();
+    assert_eq!(g.get([1, 1]), Some(4.0));
+    assert_eq!(g.get([-1, 1]), Some(2.5));
+    assert_eq!(g.get([4, 1]), Some(2.5));
+
+    // A periodic face depends on the interior: the halo follows every interior write.
+    let mut p = Grid2::<f64>::with_halo([4, 5], 1).unwrap();
+    p.set_boundary(Boundary::Periodic);
+    {
+        let view = p.kernel_output_view();
+        let i = view.geom.index(&[0, 3]);
+        view.data[i] = 6.0;
+    }
+    assert!(p.halo_is_stale());
+    p.refresh_halo();
+    assert_eq!(p.get([4, 3]), Some(6.0), "periodic image of (0, 3)");
+    assert!(!p.halo_is_stale());
+}
