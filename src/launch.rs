@@ -11,6 +11,9 @@
 use stencil_core::grid::Grid;
 use stencil_core::{Backend, Element, Error, ErrorKind, Job, Result, Schedule, Stencil};
 use stencil_cpu::CpuBackend;
+use stencil_tune::{TunePolicy, TuningCache};
+
+use crate::tuning::{self, CacheChoice, TuneReport, TuneSettings, TuningSource};
 
 /// One call of a kernel: the stencil, its grids and parameters, and optionally where and how
 /// to run it. Nothing happens until [`run`](Launch::run).
@@ -22,6 +25,7 @@ pub struct Launch<'g, T: Element, const D: usize> {
     params: Vec<Option<T>>,
     backend: Option<&'g dyn Backend<T>>,
     schedule: Option<Schedule>,
+    tune: TuneSettings,
     error: Option<Error>,
 }
 
@@ -37,6 +41,7 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             params: vec![None; kernel.params.len()],
             backend: None,
             schedule: None,
+            tune: TuneSettings::default(),
             error: None,
         };
         if kernel.n_dims != D {
@@ -103,13 +108,35 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
         self
     }
 
-    /// Runs under `schedule` instead of the backend's default.
+    /// Runs under `schedule`: no tuning, no cache.
     pub fn schedule(mut self, schedule: Schedule) -> Self {
         self.schedule = Some(schedule);
         self
     }
 
+    /// Tunes under `policy` instead of the process's policy ([`stencil_tune::set_policy`],
+    /// else `STENCIL_TUNE`, else `quick`). See [`crate::tuning`].
+    pub fn tune(mut self, policy: TunePolicy) -> Self {
+        self.tune.policy = Some(policy);
+        self
+    }
+
+    /// Reads and stores tuned schedules in `cache` instead of the default cache file
+    /// (`STENCIL_TUNE_CACHE`, else the user's cache directory).
+    pub fn tuning_cache(mut self, cache: TuningCache) -> Self {
+        self.tune.cache = Some(CacheChoice::At(cache));
+        self
+    }
+
+    /// Uses no tuning cache file: the schedule is tuned once per process.
+    pub fn without_tuning_cache(mut self) -> Self {
+        self.tune.cache = Some(CacheChoice::Without);
+        self
+    }
+
     /// Validates the call and runs it; then fills every output's halo per its boundaries.
+    /// Without an explicit [`schedule`](Self::schedule), the first call of a kernel on a
+    /// shape tunes (or finds its schedule in the tuning cache); see [`crate::tuning`].
     ///
     /// # Errors
     /// - [`ErrorKind::BadArgument`]: an argument is unknown, of the wrong role, or unbound.
@@ -120,8 +147,19 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
     ///   one of its boundary conditions depends on the interior; call
     ///   [`Grid::update_halo`].
     /// - [`ErrorKind::AliasedGrids`]: an output shares storage with another grid.
+    /// - [`ErrorKind::BadArgument`] also when `STENCIL_TUNE` names no tuning policy.
     /// - Backend errors.
     pub fn run(self) -> Result<()> {
+        self.run_with_report().map(|_| ())
+    }
+
+    /// [`run`](Self::run), returning what tuning did: where the schedule came from, how many
+    /// trials it took, and the schedule (its `Display` is the line applications print, such
+    /// as `tuning: cache hit: block_z=32 ...`).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_with_report(self) -> Result<TuneReport> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -171,20 +209,30 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             Some(b) => b,
             None => CpuBackend::global(),
         };
-        {
+        let report = {
             let input_views = inputs.iter().map(|g| g.view()).collect();
-            let output_views = outputs.iter_mut().map(|g| g.view_mut()).collect();
+            // Backends write interior points only, so the outputs' halos keep their values.
+            let output_views = outputs.iter_mut().map(|g| g.kernel_output_view()).collect();
             let mut job = Job::new(self.stencil, input_views, output_views, params)?;
-            let schedule = match self.schedule {
-                Some(s) => s,
-                None => backend.default_schedule(kernel, job.shape()),
+            let report = match self.schedule {
+                Some(schedule) => TuneReport {
+                    source: TuningSource::Given,
+                    schedule,
+                    description: String::new(),
+                    trials: 0,
+                    tuning_seconds: 0.0,
+                    seconds_per_sweep: None,
+                    roofline_fraction: None,
+                },
+                None => tuning::choose(backend, &mut job, &self.tune)?,
             };
-            backend.run(&mut job, &schedule)?;
-        }
+            backend.run(&mut job, &report.schedule)?;
+            report
+        };
         for grid in outputs {
-            grid.update_halo();
+            grid.refresh_halo();
         }
-        Ok(())
+        Ok(report)
     }
 
     fn fail(&mut self, error: Error) {

@@ -41,6 +41,7 @@ extern crate self as stencil;
 
 pub mod kernels;
 mod launch;
+pub mod tuning;
 pub mod verify;
 
 pub use launch::Launch;
@@ -52,6 +53,8 @@ pub use stencil_core::{
 };
 pub use stencil_cpu::CpuBackend;
 pub use stencil_macros::stencil;
+pub use stencil_tune::{TunePolicy, TuningCache};
+pub use tuning::{TuneReport, TuningSource};
 pub use verify::{VerifyConfig, VerifyReport, verify, verify_with};
 
 // The GPU backend (stencil-cuda): PTX generated from the IR, run through the CUDA driver, or

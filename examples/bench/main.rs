@@ -7,9 +7,15 @@
 //! For W1 (7-point 3-D, 256^3), W2 (27-point 3-D, 256^3), W3 (5-point 2-D, 8192^2), and Kamil's
 //! Divergence and Gradient (256^3), all f64, with 1 and 2 threads, it measures: an in-process
 //! STREAM copy with plain and with non-temporal stores; a hand-written rows loop, serial and
-//! over rayon; the library at its default schedule; and the library at the best schedule of an
-//! exhaustive sweep of its schedule space (`ScheduleSpace`, derived from the machine). Each
-//! figure is the median of `--repeats` runs (default 7) after two warm-up runs, with min-max.
+//! over rayon; the library at its default schedule; the library at the best schedule of an
+//! exhaustive sweep of its schedule space (`ScheduleSpace`, derived from the machine: every
+//! schedule timed quickly, the five fastest timed again and the best median kept); and the
+//! library tuned by its first call on a fresh tuning cache (`stencil-tuned`: the steady-state
+//! time, then a second table with that call's trials and tuning time and the tuned time over
+//! the sweep's best and over the default, all measured in this run). Each figure is the median
+//! of `--repeats` runs (default 7) after two warm-up runs, with min-max; the implementations
+//! of a workload are timed interleaved (one run of each per round), so a slow spell of this
+//! shared machine hits them alike.
 //! Bandwidth is counted at the kernel's compulsory bytes per point (every input read once,
 //! every output written once) and compared with the non-temporal copy with the same threads.
 //! Prints a table (or with `--json` one JSON object per line), writes an SVG bar chart and
@@ -22,10 +28,10 @@ mod workloads;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use stencil::{CpuBackend, CpuSchedule, Schedule, analysis};
+use stencil::{CpuBackend, CpuSchedule, Schedule, TuningCache, analysis};
 use stencil_cpu::{Machine, ScheduleSpace};
 
-use report::{Row, Stats, StreamRow};
+use report::{Row, Stats, StreamRow, TunerRow};
 use workloads::{Imp, Workload, default_schedule};
 
 struct Options {
@@ -64,26 +70,45 @@ fn options() -> Options {
 }
 
 /// Times `f` `repeats` times after two warm-up runs, in milliseconds.
-fn time(repeats: usize, mut f: impl FnMut()) -> Stats {
+fn time<R>(repeats: usize, mut f: impl FnMut() -> R) -> Stats {
     f();
     f();
     let times = (0..repeats)
         .map(|_| {
             let start = Instant::now();
-            f();
+            std::hint::black_box(f());
             start.elapsed().as_secs_f64() * 1e3
         })
         .collect();
     Stats::of(times)
 }
 
+/// Times each of `imps` on `w` `repeats` times, interleaved (one run of each per round), after
+/// two warm-up rounds; per implementation, in milliseconds.
+fn time_interleaved(repeats: usize, w: &mut Workload, imps: &[Imp<'_>]) -> Vec<Stats> {
+    for _ in 0..2 {
+        for imp in imps {
+            w.run(*imp);
+        }
+    }
+    let mut times = vec![Vec::with_capacity(repeats); imps.len()];
+    for _ in 0..repeats {
+        for (imp, t) in imps.iter().zip(&mut times) {
+            let start = Instant::now();
+            std::hint::black_box(w.run(*imp));
+            t.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    times.into_iter().map(Stats::of).collect()
+}
+
 /// Fastest of two runs after one warm-up, in milliseconds (for the sweep).
-fn quick_time(mut f: impl FnMut()) -> f64 {
+fn quick_time<R>(mut f: impl FnMut() -> R) -> f64 {
     f();
     (0..2)
         .map(|_| {
             let start = Instant::now();
-            f();
+            std::hint::black_box(f());
             start.elapsed().as_secs_f64() * 1e3
         })
         .fold(f64::INFINITY, f64::min)
@@ -114,6 +139,11 @@ fn stream(backends: &[CpuBackend], repeats: usize) -> Vec<StreamRow> {
 fn check(w: &mut Workload, imp: Imp<'_>, expected: &[Vec<f64>], what: &str) {
     w.poison_outputs();
     w.run(imp);
+    check_outputs(w, expected, what);
+}
+
+/// Checks the outputs as they are against `expected` (see [`check`]).
+fn check_outputs(w: &Workload, expected: &[Vec<f64>], what: &str) {
     let found = w.outputs();
     for (e, f) in expected.iter().zip(&found) {
         let bad = e
@@ -167,7 +197,33 @@ fn main() {
             .find(|s| s.stream == "copy-nt" && s.threads == threads)
             .map_or(f64::NAN, |s| s.gbs)
     };
+    // The tuner's caches, one per thread count, fresh for this run, holding the bandwidth
+    // measured now (the library measures it once per machine), so the tuning times below are
+    // the searches' own.
+    let tune_dir = std::env::temp_dir().join(format!("stencil-bench-tune-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tune_dir);
+    let caches: Vec<TuningCache> = backends
+        .iter()
+        .map(|b| {
+            let cache = TuningCache::at(tune_dir.join(format!("cpu-{}.json", b.threads())));
+            let start = Instant::now();
+            let bandwidth = b.copy_bandwidth();
+            if !o.json {
+                eprintln!(
+                    "tuner bandwidth, {} thr: {:.1} GB/s (measured in {:.2} s)",
+                    b.threads(),
+                    bandwidth / 1e9,
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            cache
+                .store_bandwidth(b.fingerprint(), b.threads(), bandwidth)
+                .expect("bench: cannot write the tuning cache");
+            cache
+        })
+        .collect();
     let mut rows = Vec::new();
+    let mut tuner_rows = Vec::new();
     let mut workloads = Workload::all(&backends[1], o.n3, o.n2);
     let sweep_start = Instant::now();
     for w in &mut workloads {
@@ -175,8 +231,18 @@ fn main() {
         w.poison_outputs();
         w.run(Imp::NaiveSerial);
         let expected = w.outputs();
-        for (backend, pool) in backends.iter().zip(&pools) {
+        for ((backend, pool), cache) in backends.iter().zip(&pools).zip(&caches) {
             let threads = backend.threads();
+            // First call with a fresh cache: tunes, and its own output must be right.
+            w.poison_outputs();
+            let tuned = w
+                .run(Imp::Tuned(backend, cache))
+                .expect("library runs report");
+            check_outputs(w, &expected, "stencil-tuned (first call)");
+            assert!(
+                tuned.source == stencil::TuningSource::Tuned,
+                "bench: the first call did not tune: {tuned}"
+            );
             check(w, Imp::NaiveRayon(pool), &expected, "naive rows+rayon");
             check(
                 w,
@@ -186,14 +252,28 @@ fn main() {
             );
             // Exhaustive sweep of the schedule space.
             let space = ScheduleSpace::new(machine, w.stencil.kernel(), &w.shape, threads);
-            let mut best = (f64::INFINITY, CpuSchedule::default());
-            for s in std::iter::once(CpuSchedule::default()).chain(space.iter()) {
-                let t = quick_time(|| w.run(Imp::Library(backend, Schedule::Cpu(s))));
-                if t < best.0 {
-                    best = (t, s);
-                }
-            }
-            let best_schedule = Schedule::Cpu(best.1);
+            // Exhaustive sweep: every schedule timed quickly (fastest of two runs), then the
+            // five fastest timed again, interleaved, and the best median kept, so noise in
+            // the quick pass does not pick the winner.
+            let mut swept: Vec<(f64, CpuSchedule)> = std::iter::once(CpuSchedule::default())
+                .chain(space.iter())
+                .map(|s| {
+                    let t = quick_time(|| w.run(Imp::Library(backend, Schedule::Cpu(s))));
+                    (t, s)
+                })
+                .collect();
+            swept.sort_by(|a, b| a.0.total_cmp(&b.0));
+            swept.truncate(5);
+            let finalists: Vec<Imp<'_>> = swept
+                .iter()
+                .map(|(_, s)| Imp::Library(backend, Schedule::Cpu(*s)))
+                .collect();
+            let finals = time_interleaved(o.repeats, w, &finalists);
+            let winner = (0..finals.len())
+                .min_by(|&a, &b| finals[a].median.total_cmp(&finals[b].median))
+                .expect("five finalists");
+            let best = swept[winner].1;
+            let best_schedule = Schedule::Cpu(best);
             check(
                 w,
                 Imp::Library(backend, best_schedule),
@@ -206,34 +286,60 @@ fn main() {
                     w.name,
                     threads,
                     space.len() + 1,
-                    best.1
+                    best
                 );
             }
-            let mut measured: Vec<(String, Stats, Option<String>)> = Vec::new();
+            // The implementations, timed interleaved (one run of each per round), so a slow
+            // spell of this shared machine hits all of them alike.
+            let mut imps: Vec<(&str, Imp<'_>, Option<String>)> = Vec::new();
             if threads == 1 {
-                measured.push((
-                    "naive rows serial".into(),
-                    time(o.repeats, || w.run(Imp::NaiveSerial)),
-                    None,
-                ));
+                imps.push(("naive rows serial", Imp::NaiveSerial, None));
             }
-            measured.push((
-                "naive rows+rayon".into(),
-                time(o.repeats, || w.run(Imp::NaiveRayon(pool))),
-                None,
-            ));
-            measured.push((
-                "library default".into(),
-                time(o.repeats, || {
-                    w.run(Imp::Library(backend, default_schedule()))
-                }),
+            imps.push(("naive rows+rayon", Imp::NaiveRayon(pool), None));
+            imps.push((
+                "library default",
+                Imp::Library(backend, default_schedule()),
                 Some(format!("{:?}", CpuSchedule::default())),
             ));
-            measured.push((
-                "library best".into(),
-                time(o.repeats, || w.run(Imp::Library(backend, best_schedule))),
-                Some(format!("{:?}", best.1)),
+            imps.push((
+                "library best",
+                Imp::Library(backend, best_schedule),
+                Some(format!("{best:?}")),
             ));
+            imps.push((
+                "stencil-tuned",
+                Imp::Tuned(backend, cache),
+                Some(tuned.description.clone()),
+            ));
+            let runs: Vec<Imp<'_>> = imps.iter().map(|(_, imp, _)| *imp).collect();
+            let stats = time_interleaved(o.repeats, w, &runs);
+            let measured: Vec<(String, Stats, Option<String>)> = imps
+                .into_iter()
+                .zip(stats)
+                .map(|((name, _, schedule), stats)| (name.to_string(), stats, schedule))
+                .collect();
+            let tuned_stats = measured
+                .iter()
+                .find(|m| m.0 == "stencil-tuned")
+                .map(|m| m.1)
+                .expect("tuned row");
+            let median_of = |name: &str| {
+                measured
+                    .iter()
+                    .find(|m| m.0 == name)
+                    .map_or(f64::NAN, |m| m.1.median)
+            };
+            tuner_rows.push(TunerRow {
+                workload: w.name,
+                threads,
+                trials: tuned.trials,
+                space: space.len(),
+                tuning_seconds: tuned.tuning_seconds,
+                tuned_ms: tuned_stats.median,
+                best_ms: median_of("library best"),
+                default_ms: median_of("library default"),
+                schedule: tuned.description.clone(),
+            });
             let naive_rayon_ms = measured
                 .iter()
                 .find(|m| m.0 == "naive rows+rayon")
@@ -255,6 +361,7 @@ fn main() {
     }
     let svg = report::svg(&streams, &rows);
     std::fs::write(&o.svg, svg).unwrap_or_else(|e| panic!("bench: cannot write {:?}: {e}", o.svg));
+    let _ = std::fs::remove_dir_all(&tune_dir);
     if o.json {
         for s in &streams {
             println!("{}", s.json());
@@ -262,8 +369,12 @@ fn main() {
         for r in &rows {
             println!("{}", r.json());
         }
+        for t in &tuner_rows {
+            println!("{}", t.json());
+        }
     } else {
         print!("{}", report::table(&streams, &rows));
+        print!("{}", report::tuner_table(&tuner_rows));
         println!(
             "\n(sweeps and checks took {:.0} s; best schedules are printed on stderr)",
             sweep_start.elapsed().as_secs_f64()

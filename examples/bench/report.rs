@@ -93,6 +93,85 @@ impl Row {
     }
 }
 
+/// What first-call tuning did for one workload and thread count, against the exhaustive
+/// sweep's best and the default schedule measured in the same run.
+pub(crate) struct TunerRow {
+    /// Workload name.
+    pub(crate) workload: &'static str,
+    /// Threads.
+    pub(crate) threads: usize,
+    /// Trials the first call measured.
+    pub(crate) trials: usize,
+    /// Schedules in the space (what the exhaustive sweep measured).
+    pub(crate) space: usize,
+    /// Seconds the first call spent tuning.
+    pub(crate) tuning_seconds: f64,
+    /// Median ms per sweep of the tuned schedule.
+    pub(crate) tuned_ms: f64,
+    /// Median ms per sweep of the exhaustive sweep's best schedule.
+    pub(crate) best_ms: f64,
+    /// Median ms per sweep of the default schedule.
+    pub(crate) default_ms: f64,
+    /// The tuned schedule in words.
+    pub(crate) schedule: String,
+}
+
+impl TunerRow {
+    /// The row as one JSON object.
+    pub(crate) fn json(&self) -> String {
+        format!(
+            "{{\"tuner\":\"{}\",\"threads\":{},\"trials\":{},\"space\":{},\"tuning_s\":{:.3},             \"tuned_ms\":{:.4},\"best_ms\":{:.4},\"default_ms\":{:.4},\"schedule\":\"{}\"}}",
+            self.workload,
+            self.threads,
+            self.trials,
+            self.space,
+            self.tuning_seconds,
+            self.tuned_ms,
+            self.best_ms,
+            self.default_ms,
+            self.schedule
+        )
+    }
+}
+
+/// The tuner's table: trials and time of the first call, and the tuned schedule's median
+/// time over the exhaustive best's and the default's (below 1: faster).
+pub(crate) fn tuner_table(rows: &[TunerRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nfirst-call tuning (quick, fresh cache):\n{:<13} {:>3} {:>6} {:>5} {:>8} {:>9} {:>9} {:>10} {:>10} {:>10}  schedule",
+        "workload",
+        "thr",
+        "trials",
+        "space",
+        "tuning s",
+        "tuned ms",
+        "best ms",
+        "default ms",
+        "tuned/best",
+        "tuned/def"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<13} {:>3} {:>6} {:>5} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.3} {:>10.3}  {}",
+            r.workload,
+            r.threads,
+            r.trials,
+            r.space,
+            r.tuning_seconds,
+            r.tuned_ms,
+            r.best_ms,
+            r.default_ms,
+            r.tuned_ms / r.best_ms,
+            r.tuned_ms / r.default_ms,
+            r.schedule
+        );
+    }
+    out
+}
+
 /// One STREAM-copy measurement.
 pub(crate) struct StreamRow {
     /// `copy-plain` or `copy-nt`.

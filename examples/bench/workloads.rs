@@ -9,7 +9,10 @@
 
 use rayon::prelude::*;
 use stencil::prelude::*;
-use stencil::{CpuBackend, CpuSchedule, Geometry, Schedule, Stencil};
+use stencil::{
+    CpuBackend, CpuSchedule, Element, Geometry, Launch, Schedule, Stencil, TunePolicy, TuneReport,
+    TuningCache,
+};
 
 stencil! {
     /// W1: the 7-point 3-D stencil.
@@ -64,6 +67,9 @@ pub(crate) enum Imp<'a> {
     NaiveRayon(&'a rayon::ThreadPool),
     /// The library on this backend with this schedule.
     Library(&'a CpuBackend, Schedule),
+    /// The library on this backend, schedule tuned on the first call (`quick`) and kept in
+    /// this cache.
+    Tuned(&'a CpuBackend, &'a TuningCache),
 }
 
 /// One workload: its grids and how to run it every way.
@@ -194,13 +200,17 @@ impl Workload {
         self.shape.iter().product()
     }
 
-    /// Runs the workload once with `imp`.
-    pub(crate) fn run(&mut self, imp: Imp<'_>) {
+    /// Runs the workload once with `imp`; for the library, what tuning did.
+    pub(crate) fn run(&mut self, imp: Imp<'_>) -> Option<TuneReport> {
         match imp {
             Imp::NaiveSerial => self.naive(None),
             Imp::NaiveRayon(pool) => pool.install(|| self.naive(Some(pool))),
-            Imp::Library(backend, schedule) => self.library(backend, schedule),
+            Imp::Library(backend, schedule) => {
+                return Some(self.library(backend, Some(schedule), None));
+            }
+            Imp::Tuned(backend, cache) => return Some(self.library(backend, None, Some(cache))),
         }
+        None
     }
 
     /// The outputs' interior values, for comparing implementations (the library also fills
@@ -222,52 +232,62 @@ impl Workload {
         }
     }
 
-    fn library(&mut self, backend: &CpuBackend, schedule: Schedule) {
+    fn library(
+        &mut self,
+        backend: &CpuBackend,
+        schedule: Option<Schedule>,
+        cache: Option<&TuningCache>,
+    ) -> TuneReport {
         let [c0, c1, c2, c3] = C;
         let ins = &self.inputs;
         let result = match (self.name.as_bytes()[1], &mut self.outputs[..]) {
-            (b'1', [o]) => heat7(ins[0].three(), o.three_mut(), c0, c1)
-                .on(backend)
-                .schedule(schedule)
-                .run(),
-            (b'2', [o]) => jacobi27(ins[0].three(), o.three_mut(), c0, c1, c2, c3)
-                .on(backend)
-                .schedule(schedule)
-                .run(),
+            (b'1', [o]) => finish(
+                heat7(ins[0].three(), o.three_mut(), c0, c1).on(backend),
+                schedule,
+                cache,
+            ),
+            (b'2', [o]) => finish(
+                jacobi27(ins[0].three(), o.three_mut(), c0, c1, c2, c3).on(backend),
+                schedule,
+                cache,
+            ),
             (b'3', [Grid3OrGrid2::Two(o)]) => match &ins[0] {
-                Grid3OrGrid2::Two(u) => five_point(u, o, c0, c1)
-                    .on(backend)
-                    .schedule(schedule)
-                    .run(),
+                Grid3OrGrid2::Two(u) => {
+                    finish(five_point(u, o, c0, c1).on(backend), schedule, cache)
+                }
                 Grid3OrGrid2::Three(_) => unreachable!("bench: W3 is 2-D"),
             },
-            (b'i', [o]) => divergence(
-                ins[0].three(),
-                ins[1].three(),
-                ins[2].three(),
-                o.three_mut(),
-                c1,
-                c2,
-                c3,
-            )
-            .on(backend)
-            .schedule(schedule)
-            .run(),
-            (b'r', [x, y, z]) => gradient(
-                ins[0].three(),
-                x.three_mut(),
-                y.three_mut(),
-                z.three_mut(),
-                c1,
-                c2,
-                c3,
-            )
-            .on(backend)
-            .schedule(schedule)
-            .run(),
+            (b'i', [o]) => finish(
+                divergence(
+                    ins[0].three(),
+                    ins[1].three(),
+                    ins[2].three(),
+                    o.three_mut(),
+                    c1,
+                    c2,
+                    c3,
+                )
+                .on(backend),
+                schedule,
+                cache,
+            ),
+            (b'r', [x, y, z]) => finish(
+                gradient(
+                    ins[0].three(),
+                    x.three_mut(),
+                    y.three_mut(),
+                    z.three_mut(),
+                    c1,
+                    c2,
+                    c3,
+                )
+                .on(backend),
+                schedule,
+                cache,
+            ),
             _ => unreachable!("bench: unknown workload {}", self.name),
         };
-        result.unwrap_or_else(|e| panic!("bench: {} failed: {e}", self.name));
+        result.unwrap_or_else(|e| panic!("bench: {} failed: {e}", self.name))
     }
 
     /// The hand-written rows loop: for every interior row, one exact-length slice per
@@ -401,6 +421,22 @@ fn for_rows(
         planes.into_par_iter().enumerate().for_each(plane);
     } else {
         planes.into_iter().enumerate().for_each(plane);
+    }
+}
+
+/// Runs `launch` under `schedule`, or tuned (`quick`) with `cache` when there is none.
+fn finish<T: Element, const D: usize>(
+    launch: Launch<'_, T, D>,
+    schedule: Option<Schedule>,
+    cache: Option<&TuningCache>,
+) -> stencil::Result<TuneReport> {
+    match (schedule, cache) {
+        (Some(s), _) => launch.schedule(s).run_with_report(),
+        (None, Some(c)) => launch
+            .tune(TunePolicy::Quick)
+            .tuning_cache(c.clone())
+            .run_with_report(),
+        (None, None) => launch.run_with_report(),
     }
 }
 

@@ -8,7 +8,7 @@ use crate::analysis::radius;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Kernel;
-use crate::schedule::Schedule;
+use crate::schedule::{Schedule, TuningSpace};
 use crate::stencil::Stencil;
 use crate::view::{FieldView, FieldViewMut, Geometry};
 
@@ -205,4 +205,25 @@ pub trait Backend<T: Element>: Send + Sync {
     /// [`ErrorKind::InvalidSchedule`] if `schedule` is not for this backend; backend-specific
     /// failures otherwise.
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()>;
+
+    /// What a tuned schedule on this backend depends on besides the kernel and the shape: the
+    /// device's fingerprint (CPU model and core count; GPU name and compute capability) and the
+    /// number of threads a schedule runs on. `None` (the default) means the backend is not
+    /// tuned: calls run its default schedule.
+    fn tuning_device(&self) -> Option<(String, usize)> {
+        None
+    }
+
+    /// The candidates the tuner may choose from for `kernel` on an interior of `shape`, or
+    /// `None` (the default) when the backend is not tuned.
+    fn tuning_space(&self, kernel: &Kernel, shape: &[usize]) -> Option<TuningSpace> {
+        let _ = (kernel, shape);
+        None
+    }
+
+    /// The device's memory bandwidth in bytes per second, measured now (the tuner caches it
+    /// per device). `None` (the default) when the backend cannot measure it.
+    fn measure_bandwidth(&self) -> Option<f64> {
+        None
+    }
 }

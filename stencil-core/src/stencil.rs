@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
+use crate::hash::{KernelHash, structural_hash};
 use crate::ir::Kernel;
 use crate::row::RowFn;
 use crate::verify::verify;
@@ -16,6 +17,7 @@ use crate::verify::verify;
 /// Cheap to clone (the IR is shared).
 pub struct Stencil<T: Element> {
     kernel: Arc<Kernel>,
+    hash: KernelHash,
     cpu_rows: Option<RowFn<T>>,
     _elem: PhantomData<fn() -> T>,
 }
@@ -24,6 +26,7 @@ impl<T: Element> Clone for Stencil<T> {
     fn clone(&self) -> Self {
         Stencil {
             kernel: Arc::clone(&self.kernel),
+            hash: self.hash,
             cpu_rows: self.cpu_rows,
             _elem: PhantomData,
         }
@@ -74,6 +77,7 @@ impl<T: Element> Stencil<T> {
             ));
         }
         Ok(Stencil {
+            hash: structural_hash(&kernel),
             kernel: Arc::new(kernel),
             cpu_rows,
             _elem: PhantomData,
@@ -83,6 +87,11 @@ impl<T: Element> Stencil<T> {
     /// The IR.
     pub fn kernel(&self) -> &Kernel {
         &self.kernel
+    }
+
+    /// The kernel's [`structural_hash`] (computed once, when the stencil was built).
+    pub fn hash(&self) -> KernelHash {
+        self.hash
     }
 
     /// The generated CPU point loop, if the kernel came from `stencil!`.
@@ -95,6 +104,7 @@ impl<T: Element> Stencil<T> {
     pub fn without_cpu_rows(&self) -> Self {
         Stencil {
             kernel: Arc::clone(&self.kernel),
+            hash: self.hash,
             cpu_rows: None,
             _elem: PhantomData,
         }

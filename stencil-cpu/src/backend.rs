@@ -8,6 +8,9 @@
 //! always computed by the same pinned thread, the one that first-touched its pages). Each
 //! worker keeps one scratch space for all the blocks it runs.
 
+use std::time::Instant;
+
+use stencil_core::schedule::TuningSpace;
 use stencil_core::{
     Backend, CpuSchedule, Element, Error, ErrorKind, Job, Kernel, Result, Schedule,
 };
@@ -24,6 +27,27 @@ impl CpuBackend {
     /// along the outer dimensions (rows stay whole), or chunks of at least 4096 points in 1-D.
     pub fn default_cpu_schedule(&self, shape: &[usize]) -> CpuSchedule {
         schedules::default_schedule(shape, self.threads())
+    }
+
+    /// The machine's memory bandwidth in bytes per second as this pool sees it: the best of
+    /// five copies (streaming stores where the machine has them, so no write-allocate
+    /// traffic) between two arrays of at least four times the last-level cache and 32 MiB
+    /// each, counting the bytes read and written. Takes a fraction of a second.
+    pub fn copy_bandwidth(&self) -> f64 {
+        let machine = crate::Machine::detect();
+        let elements = (4 * machine.llc_bytes).max(32 << 20) / 8;
+        let src = vec![1.5f64; elements];
+        let mut dst = vec![0.0f64; elements];
+        let streaming = machine.vector != crate::StreamWidth::None;
+        self.stream_copy(&mut dst, &src, streaming); // warm-up: first touch of `dst`
+        let mut best = f64::INFINITY;
+        for _ in 0..5 {
+            let start = Instant::now();
+            self.stream_copy(&mut dst, &src, streaming);
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+        std::hint::black_box(&dst);
+        (2 * elements * 8) as f64 / best
     }
 
     /// A varied sample of legal schedules for an interior of `shape` (see
@@ -83,6 +107,20 @@ impl<T: Element> Backend<T> for CpuBackend {
             .into_iter()
             .map(Schedule::Cpu)
             .collect()
+    }
+
+    fn tuning_device(&self) -> Option<(String, usize)> {
+        Some((self.fingerprint().to_string(), self.threads()))
+    }
+
+    fn tuning_space(&self, kernel: &Kernel, shape: &[usize]) -> Option<TuningSpace> {
+        let machine = crate::Machine::detect();
+        let space = crate::ScheduleSpace::new(machine, kernel, shape, self.threads());
+        Some(space.tuning_space(machine, kernel.elem().size_bytes(), self.threads()))
+    }
+
+    fn measure_bandwidth(&self) -> Option<f64> {
+        Some(self.copy_bandwidth())
     }
 
     /// # Errors

@@ -34,7 +34,7 @@ mod specialised;
 mod streaming;
 mod tiling;
 
-pub use machine::{Machine, Topology};
+pub use machine::{Machine, Topology, cpu_fingerprint};
 pub use partition::Partition;
 pub use pool::{CpuBackend, THREADS_ENV};
 pub use schedules::{DEFAULT_STREAMING_ROW_BLOCK, MIN_1D_CHUNK};

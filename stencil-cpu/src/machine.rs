@@ -197,9 +197,47 @@ impl Machine {
     }
 }
 
+/// This CPU's fingerprint: its model name (from `/proc/cpuinfo` where there is one) and the
+/// number of hardware threads, such as `Intel(R) Xeon(R) ... x16`.
+pub fn cpu_fingerprint() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| cpu_model_name(&text))
+        .unwrap_or_else(|| format!("unknown {} cpu", std::env::consts::ARCH));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{model} x{cores}")
+}
+
+/// The `model name` (x86) or `Model`/`CPU part` (Arm) line of a `/proc/cpuinfo` text.
+fn cpu_model_name(cpuinfo: &str) -> Option<String> {
+    ["model name", "Model", "CPU part"]
+        .iter()
+        .find_map(|label| {
+            cpuinfo.lines().find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                (name.trim() == *label && !value.trim().is_empty())
+                    .then(|| value.split_whitespace().collect::<Vec<_>>().join(" "))
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn model_name_is_read_from_cpuinfo_text() {
+        let text = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R)  Xeon(R) CPU @ 2.20GHz\nflags\t: fpu\n";
+        assert_eq!(
+            cpu_model_name(text).as_deref(),
+            Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
+        );
+        let arm = "processor\t: 0\nCPU part\t: 0xd0c\n";
+        assert_eq!(cpu_model_name(arm).as_deref(), Some("0xd0c"));
+        assert_eq!(cpu_model_name("nothing here"), None);
+        let fp = cpu_fingerprint();
+        assert!(fp.contains(" x"), "{fp}");
+    }
 
     #[test]
     fn cpu_lists_and_sizes_parse() {

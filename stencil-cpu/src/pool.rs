@@ -29,6 +29,7 @@ pub struct CpuBackend {
     pool: ThreadPool,
     threads: usize,
     pinned: bool,
+    fingerprint: String,
 }
 
 impl CpuBackend {
@@ -69,6 +70,7 @@ impl CpuBackend {
             pool,
             threads,
             pinned,
+            fingerprint: crate::machine::cpu_fingerprint(),
         })
     }
 
@@ -125,6 +127,12 @@ impl CpuBackend {
                 }
             },
         );
+    }
+
+    /// The device fingerprint tuned schedules are keyed by: the CPU's model name and core
+    /// count (see [`cpu_fingerprint`](crate::cpu_fingerprint)).
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     /// The pool the backend's work runs on.

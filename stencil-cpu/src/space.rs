@@ -21,7 +21,8 @@
 //! The space excludes `force_generic` (a fallback, not a speed option) and the thread count
 //! (a property of the backend's pool).
 
-use stencil_core::{CpuSchedule, CpuStores, Kernel, MAX_DIMS, analysis};
+use stencil_core::schedule::{DimValue, SearchSpace, TuningSpace};
+use stencil_core::{CpuSchedule, CpuStores, Kernel, MAX_DIMS, Schedule, analysis};
 
 use crate::machine::Machine;
 use crate::streaming::StreamWidth;
@@ -29,6 +30,7 @@ use crate::streaming::StreamWidth;
 /// The legal schedules for one kernel on one interior shape and pool size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScheduleSpace {
+    shape: Vec<usize>,
     tiles: Vec<[usize; MAX_DIMS]>,
     chunks: Vec<usize>,
     row_blocks: Vec<usize>,
@@ -113,6 +115,12 @@ impl ScheduleSpace {
                 }
             }
         }
+        // The default schedule's blocks are always candidates, so the tuner can measure the
+        // default first and never end up slower than it.
+        let default_tile = crate::schedules::default_schedule(shape, workers).tile;
+        if !tiles.contains(&default_tile) {
+            tiles.push(default_tile);
+        }
         if tiles.is_empty() {
             // Fewer points than workers: one block per outer index is the only choice.
             let mut tile = [0; MAX_DIMS];
@@ -130,6 +138,7 @@ impl ScheduleSpace {
             stores.push(CpuStores::Streaming);
         }
         ScheduleSpace {
+            shape: shape.to_vec(),
             tiles,
             chunks: if workers > 1 { vec![0, 1] } else { vec![0] },
             row_blocks,
@@ -183,6 +192,112 @@ impl ScheduleSpace {
     /// Every schedule of the space.
     pub fn iter(&self) -> impl Iterator<Item = CpuSchedule> + '_ {
         (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// This space as the tuner sees it: one dimension per grid axis holding the core-block
+    /// extents along it (`block_z`, `block_y`, `block_x` in 3-D; the whole axis is its extent,
+    /// so index neighbours are size neighbours; only combinations this space lists are
+    /// legal), then `chunk` (`contiguous` or `round-robin`), `row_block` (0 = the whole row),
+    /// `stores` (`plain` or `streaming`) and `prefetch` (rows ahead). The default point is
+    /// the backend's default schedule; blocks should fit in `cache_bytes` per thread (the
+    /// second-level cache or the thread's share of the last level, whichever is larger); the
+    /// peak is nominal (two fused multiply-adds per vector lane per cycle at 2.5 GHz).
+    pub fn tuning_space(
+        &self,
+        machine: &Machine,
+        elem_bytes: usize,
+        workers: usize,
+    ) -> TuningSpace {
+        let n_dims = self.shape.len();
+        let axis_names = ["w", "z", "y", "x"];
+        let names = &axis_names[MAX_DIMS - n_dims..];
+        // Per axis, the distinct extents of the listed blocks (whole axis = its extent).
+        let axes: Vec<Vec<usize>> = (0..n_dims)
+            .map(|d| {
+                let mut v: Vec<usize> = self.tiles.iter().map(|t| self.extent(t, d)).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+            .collect();
+        let mut space = SearchSpace::new();
+        for (d, values) in axes.iter().enumerate() {
+            space = space.with_ints(
+                &format!("block_{}", names[d]),
+                values.iter().map(|&v| v as i64),
+            );
+        }
+        let chunk_name = |c: usize| if c == 0 { "contiguous" } else { "round-robin" };
+        let store_name = |s: CpuStores| match s {
+            CpuStores::Streaming => "streaming",
+            _ => "plain",
+        };
+        space = space
+            .with(
+                "chunk",
+                self.chunks
+                    .iter()
+                    .map(|&c| DimValue::Name(chunk_name(c).into()))
+                    .collect(),
+            )
+            .with_ints("row_block", self.row_blocks.iter().map(|&r| r as i64))
+            .with(
+                "stores",
+                self.stores
+                    .iter()
+                    .map(|&s| DimValue::Name(store_name(s).into()))
+                    .collect(),
+            )
+            .with_ints("prefetch", self.prefetch.iter().map(|&p| p as i64));
+
+        let this = self.clone();
+        let axes_of = axes.clone();
+        let schedule_of = move |point: &[usize]| {
+            let listed = this
+                .tiles
+                .iter()
+                .find(|t| (0..n_dims).all(|d| this.extent(t, d) == axes_of[d][point[d]]))?;
+            let rest = &point[n_dims..];
+            Some(Schedule::Cpu(CpuSchedule {
+                tile: *listed,
+                threads: 0,
+                force_generic: false,
+                chunk: this.chunks[rest[0]],
+                row_block: this.row_blocks[rest[1]],
+                stores: this.stores[rest[2]],
+                prefetch: this.prefetch[rest[3]],
+            }))
+        };
+        let default = crate::schedules::default_schedule(&self.shape, workers);
+        let default_point: Option<Vec<usize>> = (0..n_dims)
+            .map(|d| {
+                axes[d]
+                    .iter()
+                    .position(|&v| v == self.extent(&default.tile, d))
+            })
+            .chain([
+                self.chunks.iter().position(|&c| c == default.chunk),
+                self.row_blocks.iter().position(|&r| r == default.row_block),
+                self.stores.iter().position(|&s| s == CpuStores::Plain),
+                self.prefetch.iter().position(|&p| p == default.prefetch),
+            ])
+            .collect();
+        let lanes = (machine.vector.bytes() / elem_bytes.max(1)).max(1);
+        let mut tuning = TuningSpace::new(space, schedule_of);
+        tuning.default_point = default_point;
+        tuning.block_dims = (0..n_dims).map(Some).collect();
+        tuning.cache_bytes = machine.l2_bytes.max(machine.llc_bytes / workers.max(1));
+        tuning.peak_flops = (workers.max(1) * lanes * 4) as f64 * 2.5e9;
+        tuning.largest_cache_bytes = machine.llc_bytes;
+        tuning
+    }
+
+    /// The extent of `tile`'s blocks along axis `d` (0 means the whole axis).
+    fn extent(&self, tile: &[usize; MAX_DIMS], d: usize) -> usize {
+        match tile[d] {
+            0 => self.shape[d],
+            t => t.min(self.shape[d]),
+        }
     }
 
     /// Whether `schedule` is in the space.
@@ -279,5 +394,60 @@ mod tests {
         assert!(!tiny.is_empty());
         let one_d = ScheduleSpace::new(&machine(StreamWidth::Sse2, 2 << 20), &star(1), &[5000], 1);
         assert!(one_d.iter().all(|s| s.chunk == 0));
+    }
+
+    #[test]
+    fn the_tuners_view_is_the_same_set_of_schedules() {
+        use stencil_core::schedule::Searchable;
+        let m = machine(StreamWidth::Avx, 2 << 20);
+        for (k, shape) in [
+            (star(3), vec![256, 256, 256]),
+            (star(3), vec![9, 40, 5000]),
+            (star(2), vec![300, 77]),
+            (star(1), vec![100_000]),
+        ] {
+            let space = ScheduleSpace::new(&m, &k, &shape, 2);
+            let tuning = space.tuning_space(&m, 8, 2);
+            assert_eq!(tuning.block_dims.len(), shape.len());
+            let mut reached = Vec::new();
+            for index in 0..tuning.space().n_points() {
+                let point = tuning.space().point_at(index);
+                match tuning.schedule(&point) {
+                    Some(Schedule::Cpu(s)) => {
+                        assert!(space.contains(&s), "{s:?} not in the space");
+                        assert!(tuning.is_legal(&point));
+                        assert!(!reached.contains(&s), "two points give {s:?}");
+                        reached.push(s);
+                    }
+                    Some(other) => panic!("{other:?}"),
+                    None => assert!(!tuning.is_legal(&point)),
+                }
+            }
+            assert_eq!(reached.len(), space.len(), "every schedule is reachable");
+            // The default point is the backend's default schedule with its stores spelled out.
+            let default = crate::schedules::default_schedule(&shape, 2);
+            let point = tuning.default_point.clone().expect("default in the space");
+            match tuning.schedule(&point) {
+                Some(Schedule::Cpu(s)) => {
+                    assert_eq!(
+                        (s.tile, s.chunk, s.row_block, s.prefetch),
+                        (
+                            default.tile,
+                            default.chunk,
+                            default.row_block,
+                            default.prefetch
+                        )
+                    );
+                    assert_eq!(s.stores, CpuStores::Plain);
+                }
+                other => panic!("{other:?}"),
+            }
+            // Block extents are numbers, sorted, the largest the whole axis.
+            for (d, dim) in tuning.space().dims()[..shape.len()].iter().enumerate() {
+                let values: Vec<i64> = dim.values.iter().filter_map(|v| v.as_int()).collect();
+                assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+                assert!(*values.last().unwrap() as usize <= shape[d]);
+            }
+        }
     }
 }

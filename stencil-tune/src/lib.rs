@@ -45,6 +45,14 @@ pub struct TuneOptions<'a> {
     pub bound_seconds: Option<f64>,
     /// Seed of the strategies' random choices.
     pub seed: u64,
+    /// Whether the model prunes (skips points it predicts slower than the plan's prune factor
+    /// times the best measured time). Only sound when the model's times are comparable with
+    /// measured ones: a roofline built on memory bandwidth over-predicts a sweep that runs
+    /// from cache, and would prune everything.
+    pub prune: bool,
+    /// Points measured first, before the strategy starts (the backend's default schedule): the
+    /// outcome is never slower than the fastest of them, up to measurement noise.
+    pub baseline: &'a [Vec<usize>],
 }
 
 /// Searches `space` through `measure` as `policy` plans it (see [`TunePolicy::plan`]),
@@ -60,12 +68,20 @@ pub fn tune(
     let plan = policy.plan(space.n_points(), options.bound_seconds);
     let mut search = Search::new(space, measure, plan.budget);
     if let Some(model) = options.model {
-        search = search.with_model(model, plan.prune_factor);
+        let factor = if options.prune {
+            plan.prune_factor
+        } else {
+            f64::INFINITY
+        };
+        search = search.with_model(model, factor);
     }
     if let Some(hook) = progress {
         search = search.with_progress(hook);
     }
     if let Some(strategy) = &plan.strategy {
+        for point in options.baseline {
+            search.evaluate(point);
+        }
         strategy::run(strategy, &mut search, options.seed);
     }
     search.finish()
@@ -130,6 +146,8 @@ mod tests {
             model: Some(&model),
             bound_seconds: None,
             seed: 1,
+            prune: true,
+            baseline: &[],
         };
         let outcome = tune(
             TunePolicy::Quick,
@@ -156,6 +174,8 @@ mod tests {
             model: None,
             bound_seconds: Some(1.08),
             seed: 3,
+            prune: true,
+            baseline: &[],
         };
         let outcome = tune(TunePolicy::Thorough, &space, &mut source, options, None);
         assert_eq!(outcome.stop, StopReason::NearBound);
@@ -174,6 +194,27 @@ mod tests {
         let choice = model_choice(&space, &mut source, &model, 0);
         assert_eq!(choice, Some(vec![5, 3, 8]));
         assert!(source.log.is_empty(), "nothing measured");
+    }
+
+    #[test]
+    fn the_baseline_is_measured_first_and_bounds_the_outcome() {
+        let space = space();
+        // A landscape the model misleads: it predicts the corner best, the truth is a bowl
+        // around (1, 1, 1), and the baseline sits at that bowl's centre.
+        let bowl = landscapes::bowl(vec![1, 1, 1], 0.1);
+        let mut source = Simulated::new(move |p: &[usize]| Some(bowl(p)));
+        let model = |p: &[usize]| (27 - p[0] - p[1] - p[2]) as f64;
+        let baseline = [vec![1, 1, 1]];
+        let options = TuneOptions {
+            model: Some(&model),
+            bound_seconds: None,
+            seed: 5,
+            prune: true,
+            baseline: &baseline,
+        };
+        let outcome = tune(TunePolicy::Quick, &space, &mut source, options, None);
+        assert_eq!(source.log[0], vec![1, 1, 1]);
+        assert_eq!(outcome.best.expect("best").point, vec![1, 1, 1]);
     }
 
     #[test]

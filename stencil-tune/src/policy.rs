@@ -4,7 +4,7 @@
 //! | policy       | strategy                                   | trials | time  | bound stop | harness |
 //! |--------------|--------------------------------------------|--------|-------|------------|---------|
 //! | `off`        | none: the model's choice, no trial         | 0      | -     | -          | -       |
-//! | `quick`      | exhaustive if the space has <= 24 points, else neighbourhood search | 24 | 1 s | within 5% | 1 warm-up, 3 repeats of >= 5 ms |
+//! | `quick`      | exhaustive if the space has <= 24 points, else neighbourhood search | 24 | 0.8 s | within 5% | 1 warm-up, 3 repeats of >= 5 ms |
 //! | `thorough`   | exhaustive if <= 200 points, else genetic algorithm | 200 | 20 s | within 2% | 1 warm-up, 5 repeats of >= 20 ms |
 //! | `exhaustive` | every point                                | all    | -     | -          | 2 warm-ups, 5 repeats of >= 50 ms |
 //!
@@ -136,7 +136,10 @@ impl TunePolicy {
                         ..NeighbourhoodConfig::default()
                     })
                 }),
-                budget: with_bound(Budget::trials(24).with_time(Duration::from_secs(1)), 0.05),
+                budget: with_bound(
+                    Budget::trials(24).with_time(Duration::from_millis(800)),
+                    0.05,
+                ),
                 prune_factor: 1.5,
                 harness: harness(1, 3, 5),
             },

@@ -5,10 +5,12 @@
 mod cpu;
 mod gpu;
 mod space;
+mod tuning;
 
 pub use cpu::{CpuSchedule, CpuStores};
 pub use gpu::{GpuSchedule, GpuVariant, MergeKind};
 pub use space::{DimValue, Dimension, SearchSpace, Searchable};
+pub use tuning::TuningSpace;
 
 /// A schedule for some backend (the algorithm is the [`Kernel`](crate::Kernel); this is how it runs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -6,11 +6,11 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use stencil_core::backend::{Backend, Job};
 use stencil_core::ir::{Kernel, Role};
-use stencil_core::schedule::Schedule;
+use stencil_core::schedule::{Schedule, Searchable, TuningSpace};
 use stencil_core::{Error, ErrorKind, Result};
 
 use super::{CudaDevice, GpuElement, driver_error};
-use crate::caps::{default_schedule, sample_schedules};
+use crate::caps::{DeviceCaps, GpuSearch, default_schedule, sample_schedules};
 
 /// The GPU backend: runs jobs on host grids by uploading them, launching the generated kernel
 /// and downloading the outputs (per call; keep [`DeviceGrid`](super::DeviceGrid)s and use [`CudaDevice::run`]
@@ -62,6 +62,22 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
             .into_iter()
             .map(Schedule::Gpu)
             .collect()
+    }
+
+    fn tuning_device(&self) -> Option<(String, usize)> {
+        let device = self.device().ok()?;
+        let caps = device.caps();
+        let (major, minor) = caps.compute_capability;
+        Some((format!("{} sm_{major}{minor}", caps.name), 1))
+    }
+
+    fn tuning_space(&self, kernel: &Kernel, shape: &[usize]) -> Option<TuningSpace> {
+        let device = self.device().ok()?;
+        Some(tuning_space(kernel, shape, device.caps()))
+    }
+
+    fn measure_bandwidth(&self) -> Option<f64> {
+        self.device().ok()?.copy_bandwidth(256 << 20, 10).ok()
     }
 
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()> {
@@ -119,5 +135,88 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
                 .map_err(driver_error("download"))?;
         }
         device.synchronize()
+    }
+}
+
+/// Nominal clock for the peak-rate estimate (the roofline only needs its order of magnitude).
+const NOMINAL_CLOCK_HZ: f64 = 1.5e9;
+
+/// Nominal last-level (L2) cache of the data-centre GPUs the backend targets (A100: 40 MB,
+/// H100: 50 MB).
+const NOMINAL_L2_BYTES: usize = 50 << 20;
+
+/// The tuner's view of the GPU schedules of `kernel` on `shape` for `caps` (the space of
+/// [`GpuSearch`]): legal points per [`crate::caps::is_legal`], the default schedule's point
+/// measured first, no block-size term (thread blocks are not cache blocks), a nominal peak of
+/// one fused multiply-add per lane per cycle (64 lanes per SM in f64, 128 in f32).
+///
+/// Trials through [`CudaBackend`] time whole calls, uploads and downloads included; those are
+/// the same for every schedule, so they add noise but do not change the ranking.
+pub fn tuning_space(kernel: &Kernel, shape: &[usize], caps: &DeviceCaps) -> TuningSpace {
+    let search = GpuSearch::new(kernel, shape, caps);
+    let default = default_schedule(kernel, shape);
+    let space = search.space().clone();
+    let default_point = (0..space.n_points())
+        .map(|i| space.point_at(i))
+        .find(|p| search.schedule(p) == default && search.is_legal(p));
+    let lanes = if kernel.elem().size_bytes() == 8 {
+        64
+    } else {
+        128
+    };
+    let mut tuning = TuningSpace::new(space, move |p| {
+        search
+            .is_legal(p)
+            .then(|| Schedule::Gpu(search.schedule(p)))
+    });
+    tuning.default_point = default_point;
+    tuning.peak_flops = f64::from(caps.sm_count * lanes * 2) * NOMINAL_CLOCK_HZ;
+    tuning.largest_cache_bytes = NOMINAL_L2_BYTES;
+    tuning
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stencil_core::{ElemType, KernelBuilder};
+
+    fn heat() -> Kernel {
+        let mut b = KernelBuilder::new("heat", 3, ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let mut sum = b.read(u, &[0, 0, 0]);
+        for d in 0..3 {
+            for s in [-1, 1] {
+                let mut offset = [0; 3];
+                offset[d] = s;
+                let r = b.read(u, &offset);
+                sum = b.add(sum, r);
+            }
+        }
+        b.store(out, sum);
+        b.finish().expect("kernel")
+    }
+
+    #[test]
+    fn the_tuners_view_holds_the_default_and_only_legal_schedules() {
+        let kernel = heat();
+        let shape = [256, 256, 256];
+        let caps = DeviceCaps::sm_90();
+        let tuning = tuning_space(&kernel, &shape, &caps);
+        let point = tuning.default_point.clone().expect("default in the space");
+        assert_eq!(
+            tuning.schedule(&point),
+            Some(Schedule::Gpu(default_schedule(&kernel, &shape)))
+        );
+        let mut legal = 0;
+        for i in 0..tuning.space().n_points() {
+            let p = tuning.space().point_at(i);
+            if let Some(Schedule::Gpu(s)) = tuning.schedule(&p) {
+                assert!(crate::caps::is_legal(&kernel, &shape, &caps, &s), "{s:?}");
+                legal += 1;
+            }
+        }
+        assert!(legal > 10, "{legal} legal schedules");
+        assert!(tuning.peak_flops > 1e12 && tuning.peak_flops < 1e15);
     }
 }

@@ -35,7 +35,7 @@ use crate::codegen::{self, CodegenOptions, LaunchDims};
 mod backend;
 mod grid;
 
-pub use backend::CudaBackend;
+pub use backend::{CudaBackend, tuning_space};
 pub use grid::DeviceGrid;
 
 mod sealed {

@@ -1,5 +1,5 @@
 //! What the tuning cache stores: the key of a tuned result, the result, the measured bandwidth
-//! of a machine, the on-disk document, and the device fingerprint of this CPU.
+//! of a machine, and the on-disk document.
 
 use serde::{Deserialize, Serialize};
 use stencil_core::Kernel;
@@ -27,7 +27,7 @@ pub struct CacheKey {
     pub elem: String,
     /// Backend name (`cpu`, `cuda`).
     pub backend: String,
-    /// Device fingerprint: [`cpu_fingerprint`] or the GPU's name and compute capability.
+    /// Device fingerprint: the backend's (for the CPU: model name and core count; for a GPU: name and compute capability) and compute capability.
     pub device: String,
     /// Threads the schedule runs on.
     pub threads: usize,
@@ -179,47 +179,9 @@ impl Document {
     }
 }
 
-/// This CPU's fingerprint: its model name (from `/proc/cpuinfo` where there is one) and the
-/// number of hardware threads, such as `Intel(R) Xeon(R) ... x16`.
-pub fn cpu_fingerprint() -> String {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| cpu_model_name(&text))
-        .unwrap_or_else(|| format!("unknown {} cpu", std::env::consts::ARCH));
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    format!("{model} x{cores}")
-}
-
-/// The `model name` (x86) or `Model`/`CPU part` (Arm) line of a `/proc/cpuinfo` text.
-fn cpu_model_name(cpuinfo: &str) -> Option<String> {
-    ["model name", "Model", "CPU part"]
-        .iter()
-        .find_map(|label| {
-            cpuinfo.lines().find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                (name.trim() == *label && !value.trim().is_empty())
-                    .then(|| value.split_whitespace().collect::<Vec<_>>().join(" "))
-            })
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn model_name_is_read_from_cpuinfo_text() {
-        let text = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R)  Xeon(R) CPU @ 2.20GHz\nflags\t: fpu\n";
-        assert_eq!(
-            cpu_model_name(text).as_deref(),
-            Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
-        );
-        let arm = "processor\t: 0\nCPU part\t: 0xd0c\n";
-        assert_eq!(cpu_model_name(arm).as_deref(), Some("0xd0c"));
-        assert_eq!(cpu_model_name("nothing here"), None);
-        let fp = cpu_fingerprint();
-        assert!(fp.contains(" x"), "{fp}");
-    }
 
     #[test]
     fn an_entry_from_a_search_outcome() {

@@ -17,9 +17,7 @@
 
 mod key;
 
-pub use key::{
-    BandwidthEntry, CacheKey, LIBRARY_VERSION, SCHEMA_VERSION, TunedEntry, cpu_fingerprint,
-};
+pub use key::{BandwidthEntry, CacheKey, LIBRARY_VERSION, SCHEMA_VERSION, TunedEntry};
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -152,6 +150,15 @@ impl TuningCache {
             .into_iter()
             .find(|b| b.device == device && b.threads == threads)
             .map(|b| b.bytes_per_second)
+    }
+
+    /// Every measured bandwidth in the file: `(device, threads, bytes per second)`.
+    pub fn bandwidths(&self) -> Vec<(String, usize, f64)> {
+        self.load()
+            .bandwidth
+            .into_iter()
+            .map(|b| (b.device, b.threads, b.bytes_per_second))
+            .collect()
     }
 
     /// Stores the measured bandwidth of `device` with `threads` threads.

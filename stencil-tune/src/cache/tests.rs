@@ -229,6 +229,13 @@ fn bandwidth_entries_are_their_own_kind() {
     assert_eq!(cache.bandwidth("cpu a x4", 4), Some(1.6e10));
     assert_eq!(cache.bandwidth("cpu a x4", 2), Some(1.0e10));
     assert_eq!(cache.bandwidth("cpu b x4", 4), None);
+    assert_eq!(
+        cache.bandwidths(),
+        vec![
+            ("cpu a x4".to_string(), 4, 1.6e10),
+            ("cpu a x4".to_string(), 2, 1.0e10)
+        ]
+    );
     assert!(cache.entries().is_empty(), "bandwidth is not a tuned entry");
     // Measured once: the second call finds the cached value.
     let mut measured = 0;

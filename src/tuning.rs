@@ -1,0 +1,542 @@
+//! First-call tuning: the schedule a call runs under when it names none.
+//!
+//! On the first call of a (kernel, shape, element type, backend, device, thread count) the
+//! schedule is, in order of preference:
+//! 1. remembered from an earlier call in this process (no file access after the first call);
+//! 2. read from the tuning cache (`STENCIL_TUNE_CACHE`, else the user's cache directory; see
+//!    [`stencil_tune::cache`]) — a *cache hit*;
+//! 3. under the `off` policy, the performance model's choice, measuring nothing;
+//! 4. otherwise tuned: the policy's strategy searches the backend's [`TuningSpace`], timing
+//!    each candidate with the harness (warm-up, minimum duration, median of repeats, early
+//!    abandon), the backend's default schedule measured first; the winner is stored in the
+//!    cache for every later process.
+//!
+//! Every trial computes a full sweep into the call's outputs, so after tuning the outputs hold
+//! a correct result whatever schedule ran last (the call then runs the chosen schedule once
+//! more). No shadow copies are needed: [`Job::new`] guarantees that no output shares storage
+//! with any other grid, and the IR cannot read an output (the verifier rejects it), so a trial
+//! can never read what an earlier trial wrote.
+//!
+//! Interiors under [`MIN_TUNED_POINTS`] points are not tuned under `quick` (their sweeps take
+//! well under a millisecond: trials would cost more than they could ever save) and run the
+//! backend's default schedule; `thorough` and `exhaustive` tune every size.
+//!
+//! The machine's bandwidth, which the roofline model and the bound stop need, is measured by
+//! the backend once per device and thread count and kept in the same cache file.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use stencil_core::hash::KernelHash;
+use stencil_core::schedule::TuningSpace;
+use stencil_core::{Backend, ElemType, Element, Error, ErrorKind, Job, Kernel, Result, Schedule};
+use stencil_tune::model::BlockAxis;
+use stencil_tune::{
+    CacheKey, Measure, Progress, Roofline, RooflineModel, TimedMeasure, Trial, TuneOptions,
+    TunePolicy, TunedEntry, TuningCache,
+};
+
+/// Interiors with fewer points are not tuned under the `quick` policy (see the module
+/// documentation).
+pub const MIN_TUNED_POINTS: usize = 1 << 18;
+
+/// Tuning that lasts longer than this shows a progress line on a terminal's standard error.
+const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+
+/// Seed of the strategies' random choices: tuning is repeatable up to timing noise.
+const SEED: u64 = 0x5354_454e_4349_4c31;
+
+/// Where a call's schedule came from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TuningSource {
+    /// The call named its schedule.
+    Given,
+    /// The backend is not tuned, or the interior is below [`MIN_TUNED_POINTS`]: its default.
+    Default,
+    /// Chosen by an earlier call of this process.
+    Remembered,
+    /// Read from the tuning cache.
+    CacheHit,
+    /// The `off` policy: the model's choice, nothing measured.
+    Model,
+    /// Tuned by this call.
+    Tuned,
+}
+
+/// What first-call tuning did for one call (see the module documentation); its `Display` is
+/// the one-line summary applications print, such as `tuning: 24 trials in 0.81 s`.
+#[derive(Clone, PartialEq, Debug)]
+pub struct TuneReport {
+    /// Where the schedule came from.
+    pub source: TuningSource,
+    /// The schedule the call ran under.
+    pub schedule: Schedule,
+    /// The schedule in words (the tuning space's dimension names and values).
+    pub description: String,
+    /// Trials this call measured (0 unless [`TuningSource::Tuned`]).
+    pub trials: usize,
+    /// Seconds this call spent tuning, bandwidth measurement included.
+    pub tuning_seconds: f64,
+    /// Measured seconds per sweep of the schedule, when known (tuned now or cached).
+    pub seconds_per_sweep: Option<f64>,
+    /// Measured fraction of the roofline bound, when known.
+    pub roofline_fraction: Option<f64>,
+}
+
+impl TuneReport {
+    fn plain(source: TuningSource, schedule: Schedule, description: String) -> TuneReport {
+        TuneReport {
+            source,
+            schedule,
+            description,
+            trials: 0,
+            tuning_seconds: 0.0,
+            seconds_per_sweep: None,
+            roofline_fraction: None,
+        }
+    }
+}
+
+impl fmt::Display for TuneReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.source {
+            TuningSource::Given => write!(f, "tuning: none, schedule given")?,
+            TuningSource::Default => write!(f, "tuning: none, default schedule")?,
+            TuningSource::Remembered => write!(f, "tuning: remembered")?,
+            TuningSource::CacheHit => write!(f, "tuning: cache hit")?,
+            TuningSource::Model => write!(f, "tuning: off, the model's choice")?,
+            TuningSource::Tuned => write!(
+                f,
+                "tuning: {} trials in {:.2} s",
+                self.trials, self.tuning_seconds
+            )?,
+        }
+        if !self.description.is_empty() {
+            write!(f, ": {}", self.description)?;
+        }
+        if let Some(s) = self.seconds_per_sweep {
+            write!(f, " ({:.3} ms per sweep", s * 1e3)?;
+            if let Some(fr) = self.roofline_fraction.filter(|fr| *fr > 0.0) {
+                write!(f, ", {:.0}% of the roofline bound", 100.0 * fr)?;
+            }
+            write!(f, ")")?;
+        }
+        Ok(())
+    }
+}
+
+/// How a call is tuned: the policy and the cache (both default to the environment's).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TuneSettings {
+    pub(crate) policy: Option<TunePolicy>,
+    pub(crate) cache: Option<CacheChoice>,
+}
+
+/// Which tuning cache a call uses.
+#[derive(Clone, Debug)]
+pub(crate) enum CacheChoice {
+    /// No file: tune every process anew.
+    Without,
+    /// This file.
+    At(TuningCache),
+}
+
+/// What an earlier call of this process chose, by everything the choice depends on.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct MemoKey {
+    kernel: KernelHash,
+    generated_rows: bool,
+    shape: Vec<usize>,
+    elem: ElemType,
+    backend: String,
+    device: String,
+    threads: usize,
+    policy: TunePolicy,
+    cache: Option<PathBuf>,
+}
+
+fn memo() -> &'static Mutex<HashMap<MemoKey, (Schedule, String)>> {
+    static MEMO: OnceLock<Mutex<HashMap<MemoKey, (Schedule, String)>>> = OnceLock::new();
+    MEMO.get_or_init(Mutex::default)
+}
+
+/// Chooses the schedule of `job` on `backend` (running trials on it when tuning) per the module
+/// documentation. The caller then runs the returned schedule.
+///
+/// # Errors
+/// [`ErrorKind::BadArgument`] when `STENCIL_TUNE` names no policy.
+pub(crate) fn choose<T: Element>(
+    backend: &dyn Backend<T>,
+    job: &mut Job<'_, T>,
+    settings: &TuneSettings,
+) -> Result<TuneReport> {
+    let kernel = job.kernel();
+    let shape = job.shape().to_vec();
+    let default = || backend.default_schedule(kernel, &shape);
+    let Some((device, threads)) = backend.tuning_device() else {
+        return Ok(TuneReport::plain(
+            TuningSource::Default,
+            default(),
+            String::new(),
+        ));
+    };
+    let policy = match settings.policy {
+        Some(p) => p,
+        None => {
+            stencil_tune::policy().map_err(|e| Error::new(ErrorKind::BadArgument, e.to_string()))?
+        }
+    };
+    let n_points: usize = shape.iter().product();
+    if policy == TunePolicy::Quick && n_points < MIN_TUNED_POINTS {
+        return Ok(TuneReport::plain(
+            TuningSource::Default,
+            default(),
+            String::new(),
+        ));
+    }
+    let cache = match &settings.cache {
+        Some(CacheChoice::Without) => None,
+        Some(CacheChoice::At(c)) => Some(c.clone()),
+        None => TuningCache::open_default().ok(),
+    };
+    let generated_rows = job.stencil().cpu_rows().is_some();
+    let memo_key = MemoKey {
+        kernel: job.stencil().hash(),
+        generated_rows,
+        shape: shape.clone(),
+        elem: kernel.elem(),
+        backend: backend.name(),
+        device: device.clone(),
+        threads,
+        policy,
+        cache: cache.as_ref().map(|c| c.path().to_path_buf()),
+    };
+    if let Some((schedule, description)) = lock(memo()).get(&memo_key).cloned() {
+        return Ok(TuneReport::plain(
+            TuningSource::Remembered,
+            schedule,
+            description,
+        ));
+    }
+    let Some(space) = backend.tuning_space(kernel, &shape) else {
+        return Ok(TuneReport::plain(
+            TuningSource::Default,
+            default(),
+            String::new(),
+        ));
+    };
+    // Run-time kernels take the generic path: their best schedule is a different question.
+    let backend_key = if generated_rows {
+        backend.name()
+    } else {
+        format!("{} (run-time kernel)", backend.name())
+    };
+    let cache_key = CacheKey::new(
+        kernel,
+        &shape,
+        &backend_key,
+        &device,
+        threads,
+        space.space(),
+    );
+    let report = match cache.as_ref().and_then(|c| c.lookup(&cache_key)) {
+        Some(entry) if space.schedule(&entry.point).is_some() => cache_hit(&space, &entry),
+        _ if policy == TunePolicy::Off => {
+            let known = cache.as_ref().and_then(|c| c.bandwidth(&device, threads));
+            model_choice(&space, &roofline(&space, kernel, &shape, known))
+        }
+        _ => {
+            let started = Instant::now();
+            let measured = bandwidth(backend, cache.as_ref(), &device, threads);
+            let roofline = roofline(&space, kernel, &shape, measured);
+            // The bound stop needs a measured bandwidth and a sweep that memory bounds: one
+            // whose traffic is several times the largest cache.
+            let traffic = roofline.bytes_per_point * roofline.n_points;
+            let memory_bound = traffic > (4 * space.largest_cache_bytes) as f64;
+            let bound = measured
+                .filter(|_| memory_bound)
+                .map(|_| roofline.bound_seconds());
+            let tuned = Tuned {
+                space: &space,
+                roofline: &roofline,
+                bound,
+                prune: memory_bound,
+                started,
+            };
+            let (report, entry) = tuned.search(backend, job, policy);
+            if let (Some(cache), Some(entry)) = (&cache, entry)
+                && let Err(e) = cache.store(cache_key, entry)
+            {
+                tracing::warn!(target: "stencil::tuning", error = %e, "could not store the tuned schedule");
+            }
+            report
+        }
+    };
+    if report.source != TuningSource::Default {
+        lock(memo()).insert(memo_key, (report.schedule, report.description.clone()));
+    }
+    Ok(report)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn cache_hit(space: &TuningSpace, entry: &TunedEntry) -> TuneReport {
+    let schedule = space.schedule(&entry.point).expect("checked by the caller");
+    TuneReport {
+        source: TuningSource::CacheHit,
+        schedule,
+        description: space.space().describe(&entry.point),
+        trials: 0,
+        tuning_seconds: 0.0,
+        seconds_per_sweep: (entry.seconds > 0.0).then_some(entry.seconds),
+        roofline_fraction: (entry.roofline_fraction > 0.0).then_some(entry.roofline_fraction),
+    }
+}
+
+/// Nominal bandwidth for ranking candidates when none was measured (the ranking does not
+/// depend on it unless the kernel is compute-bound).
+const NOMINAL_BANDWIDTH: f64 = 1.0e11;
+
+/// The device's bandwidth: cached, or measured by the backend now and cached.
+fn bandwidth<T: Element>(
+    backend: &dyn Backend<T>,
+    cache: Option<&TuningCache>,
+    device: &str,
+    threads: usize,
+) -> Option<f64> {
+    match cache {
+        Some(cache) => {
+            let cached = cache.bandwidth(device, threads).filter(|bw| *bw > 0.0);
+            cached.or_else(|| {
+                let bw = backend.measure_bandwidth()?;
+                Some(cache.bandwidth_or_measure(device, threads, || bw))
+            })
+        }
+        None => backend.measure_bandwidth(),
+    }
+    .filter(|bw| bw.is_finite() && *bw > 0.0)
+}
+
+/// The roofline of `kernel` on `shape` with the space's block-size term.
+fn roofline(
+    space: &TuningSpace,
+    kernel: &Kernel,
+    shape: &[usize],
+    bandwidth: Option<f64>,
+) -> Roofline {
+    let n_points: usize = shape.iter().product();
+    let axes = shape
+        .iter()
+        .enumerate()
+        .map(
+            |(d, &full)| match space.block_dims.get(d).copied().flatten() {
+                Some(dim) => BlockAxis::Tuned { dim, full },
+                None => BlockAxis::Fixed(full),
+            },
+        )
+        .collect();
+    Roofline::for_kernel(
+        kernel,
+        n_points,
+        bandwidth.unwrap_or(NOMINAL_BANDWIDTH),
+        space.peak_flops,
+    )
+    .with_cache_fit(kernel, space.cache_bytes as f64, axes)
+}
+
+/// Legality only: what the model's choice consults (it measures nothing).
+struct Legality<'a>(&'a TuningSpace);
+
+impl Measure for Legality<'_> {
+    fn is_legal(&self, point: &[usize]) -> bool {
+        self.0.schedule(point).is_some()
+    }
+
+    fn measure(&mut self, _point: &[usize], _best_so_far: Option<f64>) -> Option<Trial> {
+        None
+    }
+}
+
+/// The `off` policy: the legal point the model predicts fastest; the default schedule when the
+/// model ranks it as fast (ties keep the default, which is what an untuned call runs).
+fn model_choice(space: &TuningSpace, roofline: &Roofline) -> TuneReport {
+    let model = RooflineModel {
+        roofline: roofline.clone(),
+        space: space.space(),
+    };
+    let choice = stencil_tune::model_choice(space.space(), &mut Legality(space), &model, SEED);
+    let point = match (choice, &space.default_point) {
+        (Some(c), Some(d)) if space.schedule(d).is_some() => {
+            if roofline.predict(space.space(), d) <= roofline.predict(space.space(), &c) {
+                d.clone()
+            } else {
+                c
+            }
+        }
+        (Some(c), _) => c,
+        (None, Some(d)) => d.clone(),
+        (None, None) => Vec::new(),
+    };
+    match space.schedule(&point) {
+        Some(schedule) => TuneReport::plain(
+            TuningSource::Model,
+            schedule,
+            space.space().describe(&point),
+        ),
+        None => TuneReport::plain(
+            TuningSource::Model,
+            Schedule::Cpu(stencil_core::CpuSchedule::default()),
+            String::new(),
+        ),
+    }
+}
+
+/// One search: the space, its roofline and when tuning started.
+struct Tuned<'a> {
+    space: &'a TuningSpace,
+    roofline: &'a Roofline,
+    /// The machine's bound in seconds per sweep, when the bandwidth was measured and memory
+    /// bounds the sweep.
+    bound: Option<f64>,
+    /// Whether the model may prune (its times are comparable with measured ones).
+    prune: bool,
+    started: Instant,
+}
+
+impl Tuned<'_> {
+    /// Searches per `policy`, timing candidates on `backend` with `job`; the report and the
+    /// cache entry of the winner (`None` when no candidate ran).
+    fn search<T: Element>(
+        &self,
+        backend: &dyn Backend<T>,
+        job: &mut Job<'_, T>,
+        policy: TunePolicy,
+    ) -> (TuneReport, Option<TunedEntry>) {
+        let space = self.space;
+        let plan = policy.plan(space.space().n_points(), self.bound);
+        let model = RooflineModel {
+            roofline: self.roofline.clone(),
+            space: space.space(),
+        };
+        let name = job.kernel().name.clone();
+        let mut measure = TimedMeasure::new(
+            plan.harness,
+            |p: &[usize]| space.schedule(p).is_some(),
+            |p: &[usize]| match space.schedule(p) {
+                Some(schedule) => backend.run(job, &schedule).is_ok(),
+                None => false,
+            },
+        );
+        let baseline: Vec<Vec<usize>> = space.default_point.iter().cloned().collect();
+        let mut line = ProgressLine::new(name, self.started);
+        let mut hook = |p: &Progress<'_>| line.update(p);
+        let options = TuneOptions {
+            model: Some(&model),
+            bound_seconds: self.bound,
+            seed: SEED,
+            prune: self.prune,
+            baseline: &baseline,
+        };
+        let outcome = stencil_tune::tune(
+            policy,
+            space.space(),
+            &mut measure,
+            options,
+            Some(&mut hook),
+        );
+        line.finish();
+        let tuning_seconds = self.started.elapsed().as_secs_f64();
+        let fraction = |seconds: f64| self.bound.map(|_| self.roofline.fraction_of_bound(seconds));
+        match &outcome.best {
+            Some(found) => {
+                let schedule = space
+                    .schedule(&found.point)
+                    .expect("measured points are legal");
+                let entry = TunedEntry::new(space.space(), found, &outcome, Some(self.roofline));
+                let report = TuneReport {
+                    source: TuningSource::Tuned,
+                    schedule,
+                    description: space.space().describe(&found.point),
+                    trials: outcome.trials,
+                    tuning_seconds,
+                    seconds_per_sweep: Some(found.trial.seconds),
+                    roofline_fraction: fraction(found.trial.seconds),
+                };
+                (report, Some(entry))
+            }
+            None => {
+                // Every candidate failed: run the default and let it report its error.
+                let schedule = backend.default_schedule(job.kernel(), job.shape());
+                let report = TuneReport {
+                    source: TuningSource::Tuned,
+                    schedule,
+                    description: String::new(),
+                    trials: outcome.trials,
+                    tuning_seconds,
+                    seconds_per_sweep: None,
+                    roofline_fraction: None,
+                };
+                (report, None)
+            }
+        }
+    }
+}
+
+/// A one-line progress display on standard error, shown only on a terminal and only once
+/// tuning has lasted [`PROGRESS_AFTER`].
+struct ProgressLine {
+    kernel: String,
+    started: Instant,
+    shown: bool,
+    last: Option<Instant>,
+}
+
+impl ProgressLine {
+    fn new(kernel: String, started: Instant) -> ProgressLine {
+        ProgressLine {
+            kernel,
+            started,
+            shown: false,
+            last: None,
+        }
+    }
+
+    fn update(&mut self, p: &Progress<'_>) {
+        if self.started.elapsed() < PROGRESS_AFTER || !std::io::stderr().is_terminal() {
+            return;
+        }
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(250))
+        {
+            return;
+        }
+        self.last = Some(Instant::now());
+        self.shown = true;
+        let budget = p.max_trials.map_or(String::new(), |n| format!("/{n}"));
+        let best = p
+            .best_seconds
+            .map_or(String::new(), |s| format!(", best {:.3} ms", s * 1e3));
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\rtuning `{}`: trial {}{budget}{best} ({:.1} s)   ",
+            self.kernel,
+            p.trials,
+            self.started.elapsed().as_secs_f64()
+        );
+        let _ = err.flush();
+    }
+
+    fn finish(&self) {
+        if self.shown {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+}
