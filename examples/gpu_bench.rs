@@ -1,8 +1,9 @@
 //! GPU benchmark: throughput of the generated PTX on the CUDA device, in GPts/s and as a
 //! fraction of the measured device-to-device copy bandwidth (the bound of a memory-bound
 //! stencil at its compulsory bytes per point), for W1 (7-point, 256^3), W2 (27-point, 256^3)
-//! and Kamil's Divergence, in f64 and f32: the default schedule, and the best of a sweep over
-//! the device's schedule space (no tuner yet).
+//! and Kamil's Divergence, in f64 and f32: the default schedule, the schedule the tuner picks
+//! on the first call (`stencil::tuning::tune_on_device`, `quick`, a fresh cache: its trials and
+//! tuning time are printed), and the best of a sweep over the device's schedule space.
 //!
 //! `cargo run --release --example gpu_bench [-- --size N --max-schedules M]`.
 //! With no GPU (no driver, no device) it says so and exits 0.
@@ -113,6 +114,32 @@ fn bench<T: GpuElement>(
     ) {
         Some(secs) => report("default", &default, secs),
         None => println!("{name:<10} default  failed to run: {default:?}"),
+    }
+    let cache = stencil::TuningCache::at(std::env::temp_dir().join(format!(
+        "stencil-gpu-bench-{}-{name}.json",
+        std::process::id()
+    )));
+    {
+        let ins: Vec<&DeviceGrid<T, 3>> = inputs.iter().collect();
+        let tuned = stencil::tuning::tune_on_device(
+            device,
+            stencil,
+            &ins,
+            &mut [&mut out],
+            params,
+            Some(stencil::TunePolicy::Quick),
+            Some(cache.clone()),
+        )?;
+        let _ = std::fs::remove_file(cache.path());
+        println!("{name:<10} {tuned}");
+        if let stencil::Schedule::Gpu(schedule) = tuned.schedule {
+            match time_schedule(
+                device, stencil, &inputs, &mut out, params, &schedule, o.sweeps,
+            ) {
+                Some(secs) => report("tuned", &schedule, secs),
+                None => println!("{name:<10} tuned    failed to run: {schedule:?}"),
+            }
+        }
     }
     let space = schedule_space(kernel, &shape, device.caps());
     let step = space.len().div_ceil(o.max_schedules.max(1)).max(1);

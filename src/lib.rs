@@ -47,9 +47,9 @@ pub mod verify;
 pub use launch::Launch;
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use stencil_core::{
-    Backend, CpuSchedule, ElemType, Element, Error, ErrorKind, FieldView, FieldViewMut, Geometry,
-    GpuSchedule, Job, Kernel, KernelBuilder, Result, Schedule, Stencil, analysis, hash, interp, ir,
-    random,
+    Backend, CpuSchedule, CpuStores, ElemType, Element, Error, ErrorKind, FieldView, FieldViewMut,
+    Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Result, Schedule, Stencil, analysis, hash,
+    interp, ir, random,
 };
 pub use stencil_cpu::CpuBackend;
 pub use stencil_macros::stencil;

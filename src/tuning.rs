@@ -33,7 +33,10 @@ use std::time::{Duration, Instant};
 
 use stencil_core::hash::KernelHash;
 use stencil_core::schedule::TuningSpace;
-use stencil_core::{Backend, ElemType, Element, Error, ErrorKind, Job, Kernel, Result, Schedule};
+use stencil_core::{
+    Backend, ElemType, Element, Error, ErrorKind, Job, Kernel, Result, Schedule, Stencil,
+};
+use stencil_cuda::{CudaDevice, DeviceGrid, GpuElement};
 use stencil_tune::model::BlockAxis;
 use stencil_tune::{
     CacheKey, Measure, Progress, Roofline, RooflineModel, TimedMeasure, Trial, TuneOptions,
@@ -174,10 +177,118 @@ pub(crate) fn choose<T: Element>(
     job: &mut Job<'_, T>,
     settings: &TuneSettings,
 ) -> Result<TuneReport> {
+    let stencil = job.stencil();
     let kernel = job.kernel();
     let shape = job.shape().to_vec();
-    let default = || backend.default_schedule(kernel, &shape);
-    let Some((device, threads)) = backend.tuning_device() else {
+    let target = Target {
+        backend: backend.name(),
+        device: backend.tuning_device(),
+        default: backend.default_schedule(kernel, &shape),
+        space: &|| backend.tuning_space(kernel, &shape),
+        bandwidth: &|| backend.measure_bandwidth(),
+    };
+    let call = Call {
+        kernel,
+        hash: stencil.hash(),
+        generated_rows: stencil.cpu_rows().is_some(),
+        shape: &shape,
+    };
+    choose_for(&call, &target, settings, &mut |schedule| {
+        backend.run(job, schedule).is_ok()
+    })
+}
+
+/// Tunes `stencil` on grids resident on `device` (or finds its schedule in the memo or the
+/// cache), running trials with [`CudaDevice::run`] on these very grids, and returns the report;
+/// run the schedule with `device.run(.., &schedule)`. Timing device-resident sweeps (the
+/// device synchronised after each) measures the kernels alone, which trials through
+/// [`CudaBackend`](crate::CudaBackend) on host grids cannot: those include uploads and
+/// downloads. `policy` and `cache` default as for [`Launch::run`](crate::Launch::run).
+///
+/// # Errors
+/// - [`ErrorKind::BadArgument`] when `STENCIL_TUNE` names no policy.
+/// - The errors of [`CudaDevice::run`] for a call that does not fit the kernel (checked by one
+///   run of the default schedule first).
+pub fn tune_on_device<T: GpuElement, const D: usize>(
+    device: &CudaDevice,
+    stencil: &Stencil<T>,
+    inputs: &[&DeviceGrid<T, D>],
+    outputs: &mut [&mut DeviceGrid<T, D>],
+    params: &[T],
+    policy: Option<TunePolicy>,
+    cache: Option<TuningCache>,
+) -> Result<TuneReport> {
+    let kernel = stencil.kernel();
+    let shape: Vec<usize> = match outputs.first() {
+        Some(g) => g.shape().to_vec(),
+        None => Vec::new(),
+    };
+    let default = stencil_cuda::caps::default_schedule(kernel, &shape);
+    // One checked run first: a call that does not fit the kernel is an error, not a failed
+    // trial.
+    device.run(stencil, inputs, outputs, params, &default)?;
+    device.synchronize()?;
+    let caps = device.caps();
+    let (major, minor) = caps.compute_capability;
+    let target = Target {
+        backend: format!("cuda:{} (device grids)", device.ordinal()),
+        device: Some((format!("{} sm_{major}{minor}", caps.name), 1)),
+        default: Schedule::Gpu(default),
+        space: &|| Some(stencil_cuda::runtime::tuning_space(kernel, &shape, caps)),
+        bandwidth: &|| device.copy_bandwidth(256 << 20, 10).ok(),
+    };
+    let call = Call {
+        kernel,
+        hash: stencil.hash(),
+        generated_rows: false,
+        shape: &shape,
+    };
+    let settings = TuneSettings {
+        policy,
+        cache: cache.map(CacheChoice::At),
+    };
+    choose_for(&call, &target, &settings, &mut |schedule| match schedule {
+        Schedule::Gpu(s) => {
+            device.run(stencil, inputs, outputs, params, s).is_ok() && device.synchronize().is_ok()
+        }
+        _ => false,
+    })
+}
+
+/// The call being tuned, as the keys see it.
+struct Call<'a> {
+    kernel: &'a Kernel,
+    hash: KernelHash,
+    /// Whether the stencil has a generated CPU point loop (run-time kernels take other paths).
+    generated_rows: bool,
+    shape: &'a [usize],
+}
+
+/// Where the call runs, as tuning sees it.
+struct Target<'a> {
+    /// Backend name, part of every key.
+    backend: String,
+    /// Device fingerprint and thread count; `None`: not tuned.
+    device: Option<(String, usize)>,
+    /// The schedule an untuned call runs.
+    default: Schedule,
+    /// The candidates (built only when needed).
+    space: &'a dyn Fn() -> Option<TuningSpace>,
+    /// Measures the device's bandwidth now.
+    bandwidth: &'a dyn Fn() -> Option<f64>,
+}
+
+/// [`choose`] for any target: `run` runs one sweep under a schedule (`false`: it failed).
+fn choose_for(
+    call: &Call<'_>,
+    target: &Target<'_>,
+    settings: &TuneSettings,
+    run: &mut dyn FnMut(&Schedule) -> bool,
+) -> Result<TuneReport> {
+    let kernel = call.kernel;
+    let shape = call.shape.to_vec();
+    let default = || target.default;
+    let Some((device, threads)) = target.device.clone() else {
         return Ok(TuneReport::plain(
             TuningSource::Default,
             default(),
@@ -203,13 +314,13 @@ pub(crate) fn choose<T: Element>(
         Some(CacheChoice::At(c)) => Some(c.clone()),
         None => TuningCache::open_default().ok(),
     };
-    let generated_rows = job.stencil().cpu_rows().is_some();
+    let generated_rows = call.generated_rows;
     let memo_key = MemoKey {
-        kernel: job.stencil().hash(),
+        kernel: call.hash,
         generated_rows,
         shape: shape.clone(),
         elem: kernel.elem(),
-        backend: backend.name(),
+        backend: target.backend.clone(),
         device: device.clone(),
         threads,
         policy,
@@ -222,7 +333,7 @@ pub(crate) fn choose<T: Element>(
             description,
         ));
     }
-    let Some(space) = backend.tuning_space(kernel, &shape) else {
+    let Some(space) = (target.space)() else {
         return Ok(TuneReport::plain(
             TuningSource::Default,
             default(),
@@ -231,9 +342,9 @@ pub(crate) fn choose<T: Element>(
     };
     // Run-time kernels take the generic path: their best schedule is a different question.
     let backend_key = if generated_rows {
-        backend.name()
+        target.backend.clone()
     } else {
-        format!("{} (run-time kernel)", backend.name())
+        format!("{} (run-time kernel)", target.backend)
     };
     let cache_key = CacheKey::new(
         kernel,
@@ -251,7 +362,7 @@ pub(crate) fn choose<T: Element>(
         }
         _ => {
             let started = Instant::now();
-            let measured = bandwidth(backend, cache.as_ref(), &device, threads);
+            let measured = bandwidth(target.bandwidth, cache.as_ref(), &device, threads);
             let roofline = roofline(&space, kernel, &shape, measured);
             // The bound stop needs a measured bandwidth and a sweep that memory bounds: one
             // whose traffic is several times the largest cache.
@@ -267,7 +378,7 @@ pub(crate) fn choose<T: Element>(
                 prune: memory_bound,
                 started,
             };
-            let (report, entry) = tuned.search(backend, job, policy);
+            let (report, entry) = tuned.search(&kernel.name, target.default, run, policy);
             if let (Some(cache), Some(entry)) = (&cache, entry)
                 && let Err(e) = cache.store(cache_key, entry)
             {
@@ -303,9 +414,9 @@ fn cache_hit(space: &TuningSpace, entry: &TunedEntry) -> TuneReport {
 /// depend on it unless the kernel is compute-bound).
 const NOMINAL_BANDWIDTH: f64 = 1.0e11;
 
-/// The device's bandwidth: cached, or measured by the backend now and cached.
-fn bandwidth<T: Element>(
-    backend: &dyn Backend<T>,
+/// The device's bandwidth: cached, or measured now (`measure`) and cached.
+fn bandwidth(
+    measure: &dyn Fn() -> Option<f64>,
     cache: Option<&TuningCache>,
     device: &str,
     threads: usize,
@@ -314,11 +425,11 @@ fn bandwidth<T: Element>(
         Some(cache) => {
             let cached = cache.bandwidth(device, threads).filter(|bw| *bw > 0.0);
             cached.or_else(|| {
-                let bw = backend.measure_bandwidth()?;
+                let bw = measure()?;
                 Some(cache.bandwidth_or_measure(device, threads, || bw))
             })
         }
-        None => backend.measure_bandwidth(),
+        None => measure(),
     }
     .filter(|bw| bw.is_finite() && *bw > 0.0)
 }
@@ -412,10 +523,11 @@ struct Tuned<'a> {
 impl Tuned<'_> {
     /// Searches per `policy`, timing candidates on `backend` with `job`; the report and the
     /// cache entry of the winner (`None` when no candidate ran).
-    fn search<T: Element>(
+    fn search(
         &self,
-        backend: &dyn Backend<T>,
-        job: &mut Job<'_, T>,
+        kernel_name: &str,
+        default: Schedule,
+        run: &mut dyn FnMut(&Schedule) -> bool,
         policy: TunePolicy,
     ) -> (TuneReport, Option<TunedEntry>) {
         let space = self.space;
@@ -424,17 +536,16 @@ impl Tuned<'_> {
             roofline: self.roofline.clone(),
             space: space.space(),
         };
-        let name = job.kernel().name.clone();
         let mut measure = TimedMeasure::new(
             plan.harness,
             |p: &[usize]| space.schedule(p).is_some(),
             |p: &[usize]| match space.schedule(p) {
-                Some(schedule) => backend.run(job, &schedule).is_ok(),
+                Some(schedule) => run(&schedule),
                 None => false,
             },
         );
         let baseline: Vec<Vec<usize>> = space.default_point.iter().cloned().collect();
-        let mut line = ProgressLine::new(name, self.started);
+        let mut line = ProgressLine::new(kernel_name.to_string(), self.started);
         let mut hook = |p: &Progress<'_>| line.update(p);
         let options = TuneOptions {
             model: Some(&model),
@@ -458,7 +569,12 @@ impl Tuned<'_> {
                 let schedule = space
                     .schedule(&found.point)
                     .expect("measured points are legal");
-                let entry = TunedEntry::new(space.space(), found, &outcome, Some(self.roofline));
+                let mut entry =
+                    TunedEntry::new(space.space(), found, &outcome, Some(self.roofline));
+                if self.bound.is_none() {
+                    // Not memory-bound (or no measured bandwidth): no meaningful fraction.
+                    entry.roofline_fraction = 0.0;
+                }
                 let report = TuneReport {
                     source: TuningSource::Tuned,
                     schedule,
@@ -472,10 +588,9 @@ impl Tuned<'_> {
             }
             None => {
                 // Every candidate failed: run the default and let it report its error.
-                let schedule = backend.default_schedule(job.kernel(), job.shape());
                 let report = TuneReport {
                     source: TuningSource::Tuned,
-                    schedule,
+                    schedule: default,
                     description: String::new(),
                     trials: outcome.trials,
                     tuning_seconds,
