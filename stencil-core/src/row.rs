@@ -30,6 +30,7 @@ pub struct RowArgs<'a, T> {
     len: usize,
     inputs: &'a [RowInput<'a, T>],
     params: &'a [T],
+    streaming: bool,
 }
 
 /// A CPU specialisation of a kernel's point loop over one row: reads `args`, writes every
@@ -44,7 +45,26 @@ impl<'a, T: Copy> RowArgs<'a, T> {
             len,
             inputs,
             params,
+            streaming: false,
         }
+    }
+
+    /// These arguments, asking the row function to write its outputs with streaming
+    /// (non-temporal) stores when `on`: each whole 64-byte line of an output is computed into
+    /// registers and stored past the caches, so the store does not first read the line (the
+    /// write-allocate traffic of a plain store). The caller fences after its last row.
+    #[inline]
+    pub fn with_streaming(mut self, on: bool) -> Self {
+        self.streaming = on;
+        self
+    }
+
+    /// Whether the outputs are to be written with streaming stores (see
+    /// [`with_streaming`](Self::with_streaming)). Row functions may ignore it: the values
+    /// written are the same either way.
+    #[inline(always)]
+    pub fn streaming(&self) -> bool {
+        self.streaming
     }
 
     /// Number of points in the row.

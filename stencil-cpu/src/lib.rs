@@ -40,4 +40,4 @@ pub use pool::{CpuBackend, THREADS_ENV};
 pub use schedules::{DEFAULT_STREAMING_ROW_BLOCK, MIN_1D_CHUNK};
 pub use space::ScheduleSpace;
 pub use stencil_core::{CpuSchedule, CpuStores};
-pub use streaming::StreamWidth;
+pub use streaming::{LINE_BYTES, StreamWidth, stream_line};

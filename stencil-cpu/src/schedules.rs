@@ -15,7 +15,7 @@ use crate::specialised::RowPlan;
 use crate::tiling::Tiling;
 
 /// Points per point-loop call when streaming and the schedule leaves it to the backend: the
-/// per-worker output buffers stay in the first-level cache.
+/// generic path's per-worker output buffers stay in the first-level cache.
 pub const DEFAULT_STREAMING_ROW_BLOCK: usize = 1024;
 
 /// Fewest points per tile of a 1-D interior under the default schedule.
@@ -61,10 +61,11 @@ pub(crate) struct Plan {
 /// tiles become the default tiles, `threads = 0` the whole pool, `Auto` stores plain stores,
 /// row block 0 the whole row (or [`DEFAULT_STREAMING_ROW_BLOCK`] when streaming).
 ///
-/// `Auto` does not stream: on the development machine (2 Zen 5 cores) the streaming path, which
-/// computes a block into a first-level buffer and then streams it out, was no faster than plain
-/// stores for any of the benchmark's workloads (examples/bench), so streaming is left to
-/// schedules that ask for it (the tuner's sweep includes it).
+/// `Auto` does not stream: streaming stores save the write-allocate traffic of outputs that
+/// do not fit in cache but lose where the next sweep would read the output from cache, and
+/// on the development machine (2 Zen 5 cores, W1 at 256^3) the generated loop's streaming
+/// stores were 6-14% faster with 2 threads and no faster with 1; the tuner's space includes
+/// them, and it picks them where they pay.
 pub(crate) fn plan(schedule: &CpuSchedule, shape: &[usize], threads: usize) -> Plan {
     let workers = match schedule.threads {
         0 => threads,

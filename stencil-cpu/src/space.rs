@@ -128,7 +128,7 @@ impl ScheduleSpace {
             tiles.push(tile);
         }
         // Point-loop blocks: the whole row, or for long rows (over 1024 points) 512 points,
-        // which keeps a streaming run's buffers in the first-level cache.
+        // which keeps the generic path's streaming buffers in the first-level cache.
         let mut row_blocks = vec![0];
         if row > 1024 && 512 >= 32 * vector_elems {
             row_blocks.push(512);

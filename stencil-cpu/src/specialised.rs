@@ -12,16 +12,12 @@ use stencil_core::{Element, FieldView, Geometry};
 use crate::output_rows::OutputRows;
 use crate::tiling::{Tiling, row_stride};
 
-/// Most outputs a streaming run computes into per-worker buffers; a kernel with more outputs
-/// is run with plain stores.
-pub(crate) const MAX_STREAMED_OUTPUTS: usize = 8;
-
 /// How a worker walks a row: block length, streaming stores, prefetch distance.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RowPlan {
     /// Most points per point-loop call (at least 1).
     pub(crate) row_block: usize,
-    /// Compute into buffers and write the outputs with streaming stores.
+    /// Ask the generated loop to write the outputs with streaming stores.
     pub(crate) streaming: bool,
     /// Prefetch the inputs this many rows ahead (0: none).
     pub(crate) prefetch: usize,
@@ -48,8 +44,6 @@ pub(crate) struct RowScratch<'r, T> {
     outputs: Vec<&'r mut [T]>,
     /// First point of the current row run in each grid (inputs, then outputs).
     bases: Vec<usize>,
-    /// With streaming stores: one buffer of `row_block` points per output.
-    buffers: Vec<Vec<T>>,
 }
 
 impl<'r, T: Element> SpecialisedRun<'r, T> {
@@ -69,7 +63,6 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
             .collect();
         let row_strides = grids.iter().map(row_stride).collect();
         plan.row_block = plan.row_block.clamp(1, tiling.max_row_len());
-        plan.streaming &= outputs.len() <= MAX_STREAMED_OUTPUTS;
         SpecialisedRun {
             rows,
             tiling,
@@ -84,11 +77,6 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
 
     /// Fresh per-worker lists.
     pub(crate) fn scratch(&self) -> RowScratch<'r, T> {
-        let buffer_len = if self.plan.streaming {
-            self.plan.row_block
-        } else {
-            0
-        };
         RowScratch {
             inputs: self
                 .inputs
@@ -101,11 +89,6 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                 .collect(),
             outputs: self.outputs.iter().map(|_| Default::default()).collect(),
             bases: vec![0; self.grids.len()],
-            buffers: self
-                .outputs
-                .iter()
-                .map(|_| vec![T::ZERO; buffer_len])
-                .collect(),
         }
     }
 
@@ -115,7 +98,6 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
             inputs,
             outputs,
             bases,
-            buffers,
         } = scratch;
         let n_inputs = inputs.len();
         let (rows, params, plan) = (self.rows, self.params, self.plan);
@@ -144,40 +126,23 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                             row.start = base + r * stride + at;
                         }
                         let targets = self.outputs.iter().zip(out_bases).zip(out_strides);
-                        if plan.streaming {
-                            let mut local: [&mut [T]; MAX_STREAMED_OUTPUTS] = Default::default();
-                            for (slot, buffer) in local.iter_mut().zip(buffers.iter_mut()) {
-                                *slot = &mut buffer[..n];
-                            }
-                            rows(
-                                &RowArgs::new(n, inputs, params),
-                                &mut local[..self.outputs.len()],
-                            );
-                            for (buffer, ((output, &base), &stride)) in buffers.iter().zip(targets)
-                            {
-                                // SAFETY: as for the plain path below; the slice lives only
-                                // for this copy.
-                                let row = unsafe { output.row(base + r * stride + at, n) };
-                                crate::streaming::copy_to(row, &buffer[..n], true);
-                            }
-                        } else {
-                            for (slot, ((output, &base), &stride)) in
-                                outputs.iter_mut().zip(targets)
-                            {
-                                // SAFETY: this block of this output row is handed out once in
-                                // the whole run and overlaps no other live slice. The tiles of
-                                // a `Tiling` are disjoint, so are the rows of a tile and the
-                                // blocks of a row; `Job::new` validated that every grid has the
-                                // iteration's interior shape and that no output shares storage
-                                // with an input or another output; `OutputRows::new` validated
-                                // that the output's layout is one `Geometry::new` produces, in
-                                // which distinct interior rows are disjoint and inside the
-                                // storage (which `row` checks again). The slot's previous slice
-                                // (the previous block's) is dropped by this assignment.
-                                *slot = unsafe { output.row(base + r * stride + at, n) };
-                            }
-                            rows(&RowArgs::new(n, inputs, params), outputs);
+                        for (slot, ((output, &base), &stride)) in outputs.iter_mut().zip(targets) {
+                            // SAFETY: this block of this output row is handed out once in the
+                            // whole run and overlaps no other live slice. The tiles of a
+                            // `Tiling` are disjoint, so are the rows of a tile and the blocks
+                            // of a row; `Job::new` validated that every grid has the
+                            // iteration's interior shape and that no output shares storage
+                            // with an input or another output; `OutputRows::new` validated
+                            // that the output's layout is one `Geometry::new` produces, in
+                            // which distinct interior rows are disjoint and inside the storage
+                            // (which `row` checks again). The slot's previous slice (the
+                            // previous block's) is dropped by this assignment.
+                            *slot = unsafe { output.row(base + r * stride + at, n) };
                         }
+                        // With streaming on, the generated loop writes whole cache lines with
+                        // streaming stores (the fence follows the tile).
+                        let args = RowArgs::new(n, inputs, params).with_streaming(plan.streaming);
+                        rows(&args, outputs);
                         at += n;
                     }
                 }

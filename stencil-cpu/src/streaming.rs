@@ -1,11 +1,13 @@
 //! Non-temporal (streaming) stores: copying finished output values to memory without first
 //! reading the destination's cache lines (the write-allocate traffic a plain store causes).
 //!
-//! Executors compute a block of output points into a small per-worker buffer that stays in
-//! the first-level cache, then [`copy_to`] writes it to the output row. With streaming on, the
-//! 64-byte-aligned body of the row goes out through `_mm512_stream_pd/ps` (AVX-512F),
-//! `_mm256_stream_pd/ps` (AVX) or `_mm_stream_pd/ps` (SSE2), picked once at run time by feature
-//! detection; the unaligned head and tail use plain stores. Streaming stores are weakly
+//! Two ways in. The point loops `stencil!` generates compute one 64-byte line of every output
+//! at a time in registers and write it with [`stream_line`] (instructions chosen at compile
+//! time, so the call inlines into the loop). The generic path computes a block of output
+//! points into a small per-worker buffer that stays in the first-level cache, then [`copy_to`]
+//! writes it to the output row: the 64-byte-aligned body through `_mm512_stream_pd/ps`
+//! (AVX-512F), `_mm256_stream_pd/ps` (AVX) or `_mm_stream_pd/ps` (SSE2), picked once at run
+//! time by feature detection. Unaligned heads and tails use plain stores either way. Streaming stores are weakly
 //! ordered, so every worker calls [`fence`] after its last streaming store of a job, before the
 //! job's end makes the outputs visible to other threads. On machines without streaming stores
 //! (not x86-64) the copy is a plain copy, and the result is the same.
@@ -122,6 +124,53 @@ fn stream_body<T: Element>(width: StreamWidth, dst: &mut [T], src: &[T]) {
 #[cfg(not(target_arch = "x86_64"))]
 fn stream_body<T: Element>(_width: StreamWidth, dst: &mut [T], src: &[T]) {
     dst.copy_from_slice(src);
+}
+
+/// Bytes of one cache line: the unit [`stream_line`] writes.
+pub const LINE_BYTES: usize = 64;
+
+/// Writes one cache line of values, `line` (exactly [`LINE_BYTES`] of them), to `dst` with a
+/// streaming store when `dst` is 64-byte aligned, with plain stores otherwise. Called by the
+/// point loops `stencil!` generates for streaming schedules, once per line, so it is inlined
+/// and picks its instructions at compile time from the enabled target features (AVX-512F: one
+/// 64-byte store; AVX: two of 32 bytes; x86-64 baseline SSE2: four of 16 bytes); on other
+/// architectures it is a plain copy. The caller fences (`sfence`) after its last streaming
+/// store, as the CPU backend does after every block.
+///
+/// # Panics
+/// If the lengths differ or are not one line.
+#[inline(always)]
+pub fn stream_line<T: Element>(dst: &mut [T], line: &[T]) {
+    assert!(
+        dst.len() == line.len() && std::mem::size_of_val(line) == LINE_BYTES,
+        "stream_line: one 64-byte line"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if (dst.as_ptr() as usize).is_multiple_of(LINE_BYTES) {
+        let (d, s) = (dst.as_mut_ptr().cast::<u8>(), line.as_ptr().cast::<u8>());
+        // SAFETY: `d` and `s` cover 64 bytes of two distinct live slices (one mutably
+        // borrowed), `d` is 64-byte aligned; each branch uses only instructions of a target
+        // feature enabled at compile time (SSE2 is part of x86-64).
+        unsafe {
+            use std::arch::x86_64::*;
+            #[cfg(target_feature = "avx512f")]
+            {
+                _mm512_stream_si512(d.cast(), _mm512_loadu_si512(s.cast()));
+            }
+            #[cfg(all(target_feature = "avx", not(target_feature = "avx512f")))]
+            for half in 0..2 {
+                let v = _mm256_loadu_si256(s.add(32 * half).cast());
+                _mm256_stream_si256(d.add(32 * half).cast(), v);
+            }
+            #[cfg(not(target_feature = "avx"))]
+            for quarter in 0..4 {
+                let v = _mm_loadu_si128(s.add(16 * quarter).cast());
+                _mm_stream_si128(d.add(16 * quarter).cast(), v);
+            }
+        }
+        return;
+    }
+    dst.copy_from_slice(line);
 }
 
 /// Orders this thread's earlier streaming stores before its later stores (`sfence`); a no-op
@@ -282,6 +331,33 @@ mod tests {
             fence();
             assert_eq!(&buffer32[head..head + 64], &src32[..]);
         }
+    }
+
+    #[test]
+    fn stream_line_writes_exactly_one_line_aligned_or_not() {
+        fn check<T: Element>() {
+            let per_line = LINE_BYTES / std::mem::size_of::<T>();
+            let line: Vec<T> = (0..per_line)
+                .map(|i| T::from_f64(i as f64 * 1.25 - 3.0))
+                .collect();
+            let mut buffer = vec![T::NAN; 4 * per_line];
+            let aligned = buffer.as_ptr().align_offset(LINE_BYTES);
+            // Aligned (streaming) and one element off (plain stores).
+            for at in [aligned, aligned + 1] {
+                buffer.fill(T::NAN);
+                stream_line(&mut buffer[at..at + per_line], &line);
+                fence();
+                for (i, v) in buffer.iter().enumerate() {
+                    if (at..at + per_line).contains(&i) {
+                        assert_eq!(v.to_f64(), line[i - at].to_f64());
+                    } else {
+                        assert!(v.to_f64().is_nan(), "guard {i} overwritten");
+                    }
+                }
+            }
+        }
+        check::<f64>();
+        check::<f32>();
     }
 
     #[test]

@@ -148,13 +148,45 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
         quote!(#output[x] = #value;)
     });
 
+    let read_args: Vec<TokenStream> = read_args.collect();
+    let param_args: Vec<TokenStream> = param_args.collect();
+    let lines: Vec<Ident> = (0..plan.n_outputs).map(|k| ident("l", k)).collect();
     quote! {
         fn __rows(args: &#p::RowArgs<'_, #elem>, outs: &mut [&mut [#elem]]) {
             let n = args.len();
             let [#(#outputs),*] = outs else {
                 ::core::unreachable!("stencil!: wrong output count")
             };
+            if args.streaming() {
+                return __point_loop_streaming(
+                    #(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*
+                );
+            }
             __point_loop(#(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*);
+        }
+
+        /// The point loop with streaming stores: plain up to the first output's first
+        /// 64-byte boundary, then one cache line of every output at a time computed into
+        /// registers and streamed out, then the plain tail.
+        #[inline(always)]
+        fn __point_loop_streaming(
+            #(#outputs: &mut [#elem],)*
+            #(#reads: &[#elem],)*
+            #(#params: #elem),*
+        ) {
+            const LINE: usize = #p::LINE_BYTES / ::core::mem::size_of::<#elem>();
+            let n = #first_output.len();
+            let head = #first_output.as_ptr().align_offset(#p::LINE_BYTES).min(n);
+            let body = head + (n - head) / LINE * LINE;
+            __point_loop(#(&mut #outputs[..head],)* #(&#reads[..head],)* #(#params),*);
+            let mut at = head;
+            while at < body {
+                #(let mut #lines = [0.0 as #elem; LINE];)*
+                __point_loop(#(&mut #lines,)* #(&#reads[at..at + LINE],)* #(#params),*);
+                #(#p::stream_line(&mut #outputs[at..at + LINE], &#lines);)*
+                at += LINE;
+            }
+            __point_loop(#(&mut #outputs[body..n],)* #(&#reads[body..n],)* #(#params),*);
         }
 
         #[inline(always)]

@@ -85,7 +85,15 @@ fn the_expansion_has_the_contracted_shape() {
             other => panic!("unexpected item {other:?}"),
         })
         .collect();
-    assert_eq!(names, ["stencil", "__rows", "__point_loop"]);
+    assert_eq!(
+        names,
+        [
+            "stencil",
+            "__rows",
+            "__point_loop_streaming",
+            "__point_loop"
+        ]
+    );
     let module_text = quote::quote!(#module).to_string();
     assert!(
         module_text.contains("args . input (0 , [- 1 , 0 , 0 , 0])"),
