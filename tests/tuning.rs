@@ -227,11 +227,11 @@ fn small_interiors_run_the_default_under_quick_and_are_tuned_under_thorough() {
         .expect("run");
     assert_eq!(thorough.source, TuningSource::Tuned, "{thorough}");
     // `thorough` searches spaces of up to 200 points exhaustively: every schedule of the CPU
-    // space of this shape is measured once.
+    // space of this shape is measured once, then the five fastest once more.
     let machine = stencil_cpu::Machine::detect();
     let threads = stencil::CpuBackend::global().threads();
     let space = stencil_cpu::ScheduleSpace::new(machine, blur::stencil().kernel(), &shape, threads);
-    assert_eq!(thorough.trials, space.len(), "{thorough}");
+    assert_eq!(thorough.trials, space.len() + 5, "{thorough}");
     for i in 0..shape[0] as isize {
         for j in 0..shape[1] as isize {
             let at = |di: isize, dj: isize| u.get([i + di, j + dj]).expect("in halo");

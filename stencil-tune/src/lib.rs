@@ -83,6 +83,7 @@ pub fn tune(
             search.evaluate(point);
         }
         strategy::run(strategy, &mut search, options.seed);
+        search.confirm(plan.confirm);
     }
     search.finish()
 }
@@ -156,7 +157,7 @@ mod tests {
             options,
             Some(&mut hook),
         );
-        assert!(outcome.trials <= 24);
+        assert!(outcome.trials <= 24 + 3, "24 trials and 3 confirmations");
         assert_eq!(outcome.best.expect("best").point, centre);
         assert_eq!(progress_calls, outcome.trials);
         // The model's best guess is the first point measured.
@@ -217,6 +218,58 @@ mod tests {
         assert_eq!(outcome.best.expect("best").point, vec![1, 1, 1]);
     }
 
+    /// A source whose first measurement of point `[lucky]` is fast by luck, and slow after.
+    struct Noisy {
+        lucky: usize,
+        calls: Vec<usize>,
+    }
+
+    impl Measure for Noisy {
+        fn measure(&mut self, point: &[usize], _best: Option<f64>) -> Option<Trial> {
+            let seen = self.calls.iter().filter(|&&p| p == point[0]).count();
+            self.calls.push(point[0]);
+            let seconds = if point[0] == self.lucky {
+                if seen == 0 { 0.5 } else { 2.0 }
+            } else {
+                1.0 + 0.1 * point[0] as f64
+            };
+            Some(Trial::exact(seconds))
+        }
+    }
+
+    #[test]
+    fn confirmation_unseats_a_lucky_measurement() {
+        let space = SearchSpace::new().with_ints("a", 0..6);
+        let run = |confirm: bool| {
+            let mut source = Noisy {
+                lucky: 4,
+                calls: Vec::new(),
+            };
+            let mut search = Search::new(&space, &mut source, Budget::unlimited());
+            strategy::run(&Strategy::Exhaustive, &mut search, 0);
+            if confirm {
+                search.confirm(3);
+            }
+            let outcome = search.finish();
+            (outcome, source.calls)
+        };
+        let (plain, _) = run(false);
+        assert_eq!(
+            plain.best.expect("best").point,
+            vec![4],
+            "lucky without confirmation"
+        );
+        let (confirmed, calls) = run(true);
+        let best = confirmed.best.expect("best");
+        // Point 4 averages 1.25 s over its two measurements; point 0 measures 1.0 s twice.
+        assert_eq!(best.point, vec![0]);
+        assert_eq!(best.trial.seconds, 1.0);
+        assert_eq!(best.trial.repeats, 2);
+        // The three fastest first measurements (4, 0, 1) were measured again, fastest first.
+        assert_eq!(&calls[6..], &[4, 0, 1]);
+        assert_eq!(confirmed.trials, 9);
+    }
+
     #[test]
     fn exhaustive_policy_measures_every_point() {
         let space = SearchSpace::new()
@@ -230,7 +283,7 @@ mod tests {
             TuneOptions::default(),
             None,
         );
-        assert_eq!(outcome.trials, 120);
+        assert_eq!(outcome.trials, 120 + 5, "every point, then 5 confirmations");
         assert_eq!(outcome.stop, StopReason::Completed);
     }
 }

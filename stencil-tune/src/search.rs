@@ -317,6 +317,79 @@ impl<'a> Search<'a> {
         self.is_stopped();
     }
 
+    /// Measures the `k` fastest measured points once more each (fastest first) and ranks them
+    /// by the mean of their two times, so a point that was measured fast once by luck loses
+    /// its place; the best becomes the fastest of them by that mean. Each measurement counts
+    /// as a trial, and the budget is not checked: this is how a search ends. Nothing happens
+    /// with fewer than two measured points.
+    pub fn confirm(&mut self, k: usize) {
+        let mut measured: Vec<(Vec<usize>, Trial)> = self
+            .memo
+            .iter()
+            .filter_map(|(p, m)| match *m {
+                Memo::Measured(Some(t)) => Some((p.clone(), t)),
+                _ => None,
+            })
+            .collect();
+        measured.sort_by(|a, b| a.1.seconds.total_cmp(&b.1.seconds).then(a.0.cmp(&b.0)));
+        measured.truncate(k);
+        if measured.len() < 2 {
+            return;
+        }
+        let mut best: Option<Found> = None;
+        for (point, first) in measured {
+            let again = self.measure.measure(&point, None);
+            self.trials += 1;
+            self.history.push((point.clone(), again));
+            let best_seconds = self.best.as_ref().map(|b| b.trial.seconds);
+            if let Some(hook) = self.progress.as_mut() {
+                hook(&Progress {
+                    trials: self.trials,
+                    max_trials: self.budget.max_trials,
+                    elapsed: self.start.elapsed(),
+                    point: &point,
+                    result: again,
+                    best_seconds,
+                });
+            }
+            let trial = match again {
+                Some(t) => {
+                    let seconds = 0.5 * (first.seconds + t.seconds);
+                    Trial {
+                        seconds,
+                        spread: first
+                            .spread
+                            .max(t.spread)
+                            .max((first.seconds - t.seconds).abs() / seconds),
+                        repeats: first.repeats + t.repeats,
+                    }
+                }
+                // Failed or abandoned the second time: it does not stay in the running.
+                None => {
+                    self.failed += 1;
+                    continue;
+                }
+            };
+            tracing::debug!(
+                target: "stencil_tune::trial",
+                point = %self.space.describe(&point),
+                first = first.seconds,
+                again = again.map(|t| t.seconds),
+                "confirmed"
+            );
+            self.memo.insert(point.clone(), Memo::Measured(Some(trial)));
+            if best
+                .as_ref()
+                .is_none_or(|b| trial.seconds < b.trial.seconds)
+            {
+                best = Some(Found { point, trial });
+            }
+        }
+        if best.is_some() {
+            self.best = best;
+        }
+    }
+
     /// Ends the search.
     pub fn finish(self) -> Outcome {
         Outcome {
