@@ -31,13 +31,17 @@ impl CpuBackend {
 
     /// The machine's memory bandwidth in bytes per second as this pool sees it: the best of
     /// five copies (streaming stores where the machine has them, so no write-allocate
-    /// traffic) between two arrays of at least four times the last-level cache and 32 MiB
-    /// each, counting the bytes read and written. Takes a fraction of a second.
+    /// traffic) between two arrays of at least four times the last-level cache and 32 MiB each,
+    /// counting the bytes read and written. Takes a few tenths of a second (the tuner runs it
+    /// once per machine and thread count and caches the result).
     pub fn copy_bandwidth(&self) -> f64 {
         let machine = crate::Machine::detect();
         let elements = (4 * machine.llc_bytes).max(32 << 20) / 8;
-        let src = vec![1.5f64; elements];
+        let mut src = vec![0.0f64; elements];
         let mut dst = vec![0.0f64; elements];
+        // The source first touched by the pool's workers, in parallel (zeros copy as fast as
+        // any other values).
+        self.stream_copy(&mut src, &dst, false);
         let streaming = machine.vector != crate::StreamWidth::None;
         self.stream_copy(&mut dst, &src, streaming); // warm-up: first touch of `dst`
         let mut best = f64::INFINITY;
