@@ -1,5 +1,5 @@
-//! The benchmark's workloads: the kernels (written with `stencil!`), their grids, and the
-//! hand-written baselines (a plain rows loop, serial or over rayon's planes).
+//! The benchmark's workloads: the kernels (the seeds' kernels of `stencil::kernels`), their
+//! grids, and the hand-written baselines (a plain rows loop, serial or over rayon's planes).
 //!
 //! Every grid has a halo of 1 (what the kernels need) and the same shape within a workload,
 //! so all grids share one layout and a row starts at the same storage index in all of them.
@@ -14,47 +14,8 @@ use stencil::{
     TuningCache,
 };
 
-stencil! {
-    /// W1: the 7-point 3-D stencil.
-    pub(crate) fn heat7(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
-        out[i, j, k] = c0 * u[i, j, k]
-            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
-                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
-    }
-
-    /// W2: the 27-point 3-D stencil (centre, 6 faces, 12 edges, 8 corners).
-    pub(crate) fn jacobi27(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64, c2: f64, c3: f64) {
-        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
-            + u[i, j, k-1] + u[i, j, k+1];
-        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
-            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
-            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
-        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
-            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
-        out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
-    }
-
-    /// W3: the 5-point 2-D stencil.
-    pub(crate) fn five_point(u: &Grid2<f64>, out: &mut Grid2<f64>, c0: f64, c1: f64) {
-        out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
-    }
-
-    /// Kamil's Divergence: three inputs, one output.
-    pub(crate) fn divergence(x: &Grid3<f64>, y: &Grid3<f64>, z: &Grid3<f64>, u: &mut Grid3<f64>,
-                      alpha: f64, beta: f64, gamma: f64) {
-        u[i, j, k] = alpha * (x[i+1, j, k] - x[i-1, j, k])
-            + beta * (y[i, j+1, k] - y[i, j-1, k])
-            + gamma * (z[i, j, k+1] - z[i, j, k-1]);
-    }
-
-    /// Kamil's Gradient: one input, three outputs.
-    pub(crate) fn gradient(u: &Grid3<f64>, x: &mut Grid3<f64>, y: &mut Grid3<f64>, z: &mut Grid3<f64>,
-                    alpha: f64, beta: f64, gamma: f64) {
-        x[i, j, k] = alpha * (u[i+1, j, k] - u[i-1, j, k]);
-        y[i, j, k] = beta * (u[i, j+1, k] - u[i, j-1, k]);
-        z[i, j, k] = gamma * (u[i, j, k+1] - u[i, j, k-1]);
-    }
-}
+// The seeds' kernels, from the library: W1 is the 7-point Jacobi, W2 the 27-point one.
+use stencil::kernels::{divergence, five_point, gradient, jacobi7 as heat7, jacobi27};
 
 const C: [f64; 4] = [0.4, 0.1, 0.05, 0.025];
 
