@@ -152,7 +152,7 @@ pub(crate) enum CacheChoice {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 struct MemoKey {
     kernel: KernelHash,
-    generated_rows: bool,
+    run_time_path: bool,
     shape: Vec<usize>,
     elem: ElemType,
     backend: String,
@@ -190,7 +190,7 @@ pub(crate) fn choose<T: Element>(
     let call = Call {
         kernel,
         hash: stencil.hash(),
-        generated_rows: stencil.cpu_rows().is_some(),
+        run_time_path: stencil.cpu_rows().is_none(),
         shape: &shape,
     };
     choose_for(&call, &target, settings, &mut |schedule| {
@@ -240,7 +240,8 @@ pub fn tune_on_device<T: GpuElement, const D: usize>(
     let call = Call {
         kernel,
         hash: stencil.hash(),
-        generated_rows: false,
+        // Device grids run the same generated PTX whoever built the kernel.
+        run_time_path: false,
         shape: &shape,
     };
     let settings = TuneSettings {
@@ -259,8 +260,10 @@ pub fn tune_on_device<T: GpuElement, const D: usize>(
 struct Call<'a> {
     kernel: &'a Kernel,
     hash: KernelHash,
-    /// Whether the stencil has a generated CPU point loop (run-time kernels take other paths).
-    generated_rows: bool,
+    /// Whether the call takes a backend's path for kernels built at run time (the CPU's
+    /// generic evaluator, for a stencil without a generated point loop): its best schedule
+    /// is a different question, so it is keyed apart.
+    run_time_path: bool,
     shape: &'a [usize],
 }
 
@@ -287,11 +290,10 @@ fn choose_for(
 ) -> Result<TuneReport> {
     let kernel = call.kernel;
     let shape = call.shape.to_vec();
-    let default = || target.default;
     let Some((device, threads)) = target.device.clone() else {
         return Ok(TuneReport::plain(
             TuningSource::Default,
-            default(),
+            target.default,
             String::new(),
         ));
     };
@@ -305,7 +307,7 @@ fn choose_for(
     if policy == TunePolicy::Quick && n_points < MIN_TUNED_POINTS {
         return Ok(TuneReport::plain(
             TuningSource::Default,
-            default(),
+            target.default,
             String::new(),
         ));
     }
@@ -314,10 +316,9 @@ fn choose_for(
         Some(CacheChoice::At(c)) => Some(c.clone()),
         None => TuningCache::open_default().ok(),
     };
-    let generated_rows = call.generated_rows;
     let memo_key = MemoKey {
         kernel: call.hash,
-        generated_rows,
+        run_time_path: call.run_time_path,
         shape: shape.clone(),
         elem: kernel.elem(),
         backend: target.backend.clone(),
@@ -336,15 +337,14 @@ fn choose_for(
     let Some(space) = (target.space)() else {
         return Ok(TuneReport::plain(
             TuningSource::Default,
-            default(),
+            target.default,
             String::new(),
         ));
     };
-    // Run-time kernels take the generic path: their best schedule is a different question.
-    let backend_key = if generated_rows {
-        target.backend.clone()
-    } else {
+    let backend_key = if call.run_time_path {
         format!("{} (run-time kernel)", target.backend)
+    } else {
+        target.backend.clone()
     };
     let cache_key = CacheKey::new(
         kernel,
@@ -358,7 +358,11 @@ fn choose_for(
         Some(entry) if space.schedule(&entry.point).is_some() => cache_hit(&space, &entry),
         _ if policy == TunePolicy::Off => {
             let known = cache.as_ref().and_then(|c| c.bandwidth(&device, threads));
-            model_choice(&space, &roofline(&space, kernel, &shape, known))
+            model_choice(
+                &space,
+                &roofline(&space, kernel, &shape, known),
+                target.default,
+            )
         }
         _ => {
             let started = Instant::now();
@@ -474,9 +478,9 @@ impl Measure for Legality<'_> {
     }
 }
 
-/// The `off` policy: the legal point the model predicts fastest; the default schedule when the
-/// model ranks it as fast (ties keep the default, which is what an untuned call runs).
-fn model_choice(space: &TuningSpace, roofline: &Roofline) -> TuneReport {
+/// The `off` policy: the legal point the model predicts fastest; `default` (what an untuned
+/// call runs) when the model ranks the default point as fast, or finds no legal point.
+fn model_choice(space: &TuningSpace, roofline: &Roofline, default: Schedule) -> TuneReport {
     let model = RooflineModel {
         roofline: roofline.clone(),
         space: space.space(),
@@ -500,11 +504,7 @@ fn model_choice(space: &TuningSpace, roofline: &Roofline) -> TuneReport {
             schedule,
             space.space().describe(&point),
         ),
-        None => TuneReport::plain(
-            TuningSource::Model,
-            Schedule::Cpu(stencil_core::CpuSchedule::default()),
-            String::new(),
-        ),
+        None => TuneReport::plain(TuningSource::Model, default, String::new()),
     }
 }
 
