@@ -17,7 +17,9 @@
 //! of a workload are timed interleaved (one run of each per round), so a slow spell of this
 //! shared machine hits them alike.
 //! Bandwidth is counted at the kernel's compulsory bytes per point (every input read once,
-//! every output written once) and compared with the non-temporal copy with the same threads.
+//! every output written once) and compared with the non-temporal copy with the same threads,
+//! timed in the same interleaved rounds as the workload (the STREAM table at the top is the
+//! machine at the start of the run).
 //! Prints a table (or with `--json` one JSON object per line), writes an SVG bar chart and
 //! prints its path. Before timing, every implementation's output (over NaN-poisoned outputs) is
 //! checked against the serial baseline's.
@@ -84,19 +86,32 @@ fn time<R>(repeats: usize, mut f: impl FnMut() -> R) -> Stats {
 }
 
 /// Times each of `imps` on `w` `repeats` times, interleaved (one run of each per round), after
-/// two warm-up rounds; per implementation, in milliseconds.
-fn time_interleaved(repeats: usize, w: &mut Workload, imps: &[Imp<'_>]) -> Vec<Stats> {
-    for _ in 0..2 {
-        for imp in imps {
-            w.run(*imp);
-        }
-    }
-    let mut times = vec![Vec::with_capacity(repeats); imps.len()];
-    for _ in 0..repeats {
-        for (imp, t) in imps.iter().zip(&mut times) {
+/// two warm-up rounds; per implementation, in milliseconds. `copy`, when given, is timed in the
+/// same rounds and its statistics come last.
+fn time_interleaved(
+    repeats: usize,
+    w: &mut Workload,
+    imps: &[Imp<'_>],
+    mut copy: Option<&mut dyn FnMut()>,
+) -> Vec<Stats> {
+    let n = imps.len() + usize::from(copy.is_some());
+    let mut times = vec![Vec::with_capacity(repeats); n];
+    for round in 0..repeats + 2 {
+        for (k, t) in times.iter_mut().enumerate() {
             let start = Instant::now();
-            std::hint::black_box(w.run(*imp));
-            t.push(start.elapsed().as_secs_f64() * 1e3);
+            match imps.get(k) {
+                Some(imp) => {
+                    std::hint::black_box(w.run(*imp));
+                }
+                None => {
+                    if let Some(c) = copy.as_mut() {
+                        c();
+                    }
+                }
+            }
+            if round >= 2 {
+                t.push(start.elapsed().as_secs_f64() * 1e3);
+            }
         }
     }
     times.into_iter().map(Stats::of).collect()
@@ -191,12 +206,10 @@ fn main() {
         );
     }
     let streams = stream(&backends, o.repeats);
-    let nt = |threads: usize| {
-        streams
-            .iter()
-            .find(|s| s.stream == "copy-nt" && s.threads == threads)
-            .map_or(f64::NAN, |s| s.gbs)
-    };
+    let copy_src: Vec<f64> = (0..1usize << 24)
+        .map(|i| (i % 1000) as f64 * 0.25)
+        .collect();
+    let mut copy_dst = vec![0.0f64; copy_src.len()];
     // The tuner's caches, one per thread count, fresh for this run, holding the bandwidth
     // measured now (the library measures it once per machine), so the tuning times below are
     // the searches' own.
@@ -270,7 +283,7 @@ fn main() {
                 .iter()
                 .map(|(_, s)| Imp::Library(backend, Schedule::Cpu(*s)))
                 .collect();
-            let finals = time_interleaved(o.repeats, w, &finalists);
+            let finals = time_interleaved(o.repeats, w, &finalists, None);
             let winner = (0..finals.len())
                 .min_by(|&a, &b| finals[a].median.total_cmp(&finals[b].median))
                 .expect("five finalists");
@@ -314,7 +327,13 @@ fn main() {
                 Some(tuned.description.clone()),
             ));
             let runs: Vec<Imp<'_>> = imps.iter().map(|(_, imp, _)| *imp).collect();
-            let stats = time_interleaved(o.repeats, w, &runs);
+            // The non-temporal copy in the same rounds: the bound each row is compared with
+            // is measured under the same conditions as the row (this machine's bandwidth
+            // moves by tens of percent over a run).
+            let mut copy = || backend.stream_copy(&mut copy_dst, &copy_src, true);
+            let mut stats = time_interleaved(o.repeats, w, &runs, Some(&mut copy));
+            let copy_stats = stats.pop().expect("copy timed");
+            let nt_gbs = (16 * copy_src.len()) as f64 / (copy_stats.median * 1e-3) / 1e9;
             let measured: Vec<(String, Stats, Option<String>)> = imps
                 .into_iter()
                 .zip(stats)
@@ -354,7 +373,7 @@ fn main() {
                     stats,
                     points: w.points(),
                     bytes_per_point,
-                    nt_gbs: nt(threads),
+                    nt_gbs,
                     naive_rayon_ms,
                     schedule,
                 });
