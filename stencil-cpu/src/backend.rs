@@ -146,7 +146,9 @@ impl<T: Element> Backend<T> for CpuBackend {
             }
         };
         let stencil = job.stencil();
-        let plan = schedules::plan(&schedule, job.shape(), self.threads());
+        let output_bytes =
+            job.shape().iter().product::<usize>() * std::mem::size_of::<T>() * job.outputs().len();
+        let plan = schedules::plan(&schedule, job.shape(), self.threads(), output_bytes);
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         let rows = stencil.cpu_rows().filter(|_| !schedule.force_generic);
         let kernel = stencil.kernel();

@@ -31,7 +31,8 @@ impl CpuBackend {
         value: impl Fn([usize; D]) -> T + Sync,
     ) {
         let shape = grid.shape();
-        let plan = schedules::plan(schedule, &shape, self.threads());
+        // Only the tiling and partition matter here, not the stores.
+        let plan = schedules::plan(schedule, &shape, self.threads(), 0);
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         {
             let mut view = grid.view_mut();

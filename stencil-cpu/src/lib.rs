@@ -37,7 +37,7 @@ mod tiling;
 pub use machine::{Machine, Topology, cpu_fingerprint};
 pub use partition::Partition;
 pub use pool::{CpuBackend, THREADS_ENV};
-pub use schedules::{DEFAULT_STREAMING_ROW_BLOCK, MIN_1D_CHUNK};
+pub use schedules::{AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, MIN_1D_CHUNK};
 pub use space::ScheduleSpace;
 pub use stencil_core::{CpuSchedule, CpuStores};
 pub use streaming::{LINE_BYTES, StreamWidth, stream_line};

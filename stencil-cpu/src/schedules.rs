@@ -18,6 +18,9 @@ use crate::tiling::Tiling;
 /// generic path's per-worker output buffers stay in the first-level cache.
 pub const DEFAULT_STREAMING_ROW_BLOCK: usize = 1024;
 
+/// `Auto` stores stream when a sweep's outputs exceed this many last-level caches.
+pub const AUTO_STREAMING_CACHES: usize = 4;
+
 /// Fewest points per tile of a 1-D interior under the default schedule.
 pub const MIN_1D_CHUNK: usize = 4096;
 
@@ -57,16 +60,25 @@ pub(crate) struct Plan {
     pub(crate) rows: RowPlan,
 }
 
-/// Resolves `schedule` for an interior of `shape` on a pool of `threads` threads: all-zero
-/// tiles become the default tiles, `threads = 0` the whole pool, `Auto` stores plain stores,
-/// row block 0 the whole row (or [`DEFAULT_STREAMING_ROW_BLOCK`] when streaming).
+/// Resolves `schedule` for an interior of `shape` on a pool of `threads` threads whose sweep
+/// writes `output_bytes` bytes of outputs: all-zero tiles become the default tiles,
+/// `threads = 0` the whole pool, row block 0 the whole row (or
+/// [`DEFAULT_STREAMING_ROW_BLOCK`] when streaming), and `Auto` stores streaming stores when
+/// the outputs exceed [`AUTO_STREAMING_CACHES`] times the last-level cache, plain ones
+/// otherwise.
 ///
-/// `Auto` does not stream: streaming stores save the write-allocate traffic of outputs that
-/// do not fit in cache but lose where the next sweep would read the output from cache, and
-/// on the development machine (2 Zen 5 cores, W1 at 256^3) the generated loop's streaming
-/// stores were 6-14% faster with 2 threads and no faster with 1; the tuner's space includes
-/// them, and it picks them where they pay.
-pub(crate) fn plan(schedule: &CpuSchedule, shape: &[usize], threads: usize) -> Plan {
+/// Streaming stores save the write-allocate traffic of outputs that do not fit in cache, and
+/// lose where the next sweep would find the output in cache. On the development machine (2
+/// Zen 5 cores, LLC 32 MiB) the generated loop's streaming stores at 256^3 (128 MiB per
+/// output) were 6-14% faster than plain ones for W1 with 2 threads and no slower with 1, and
+/// the tuner picked them for Divergence and Gradient (default 15.8 and 19.1 ms with plain
+/// stores, tuned 13.6 and 13.6 ms with streaming).
+pub(crate) fn plan(
+    schedule: &CpuSchedule,
+    shape: &[usize],
+    threads: usize,
+    output_bytes: usize,
+) -> Plan {
     let workers = match schedule.threads {
         0 => threads,
         n => n.min(threads),
@@ -81,7 +93,9 @@ pub(crate) fn plan(schedule: &CpuSchedule, shape: &[usize], threads: usize) -> P
     let streaming = match schedule.stores {
         CpuStores::Plain => false,
         CpuStores::Streaming => true,
-        CpuStores::Auto => false,
+        CpuStores::Auto => {
+            output_bytes > AUTO_STREAMING_CACHES * crate::Machine::detect().llc_bytes
+        }
     };
     let row_block = match schedule.row_block {
         0 if streaming => DEFAULT_STREAMING_ROW_BLOCK,
@@ -188,9 +202,25 @@ mod tests {
     fn plans_resolve_the_defaults() {
         let s = CpuSchedule::default();
         let big = [256, 256, 256];
-        let p = plan(&s, &big, 2);
-        assert!(!p.rows.streaming);
+        let llc = crate::Machine::detect().llc_bytes;
+        let p = plan(&s, &big, 2, AUTO_STREAMING_CACHES * llc);
+        assert!(
+            !p.rows.streaming,
+            "outputs that fit a few caches: plain stores"
+        );
         assert_eq!(p.rows.row_block, usize::MAX);
+        let p = plan(&s, &big, 2, AUTO_STREAMING_CACHES * llc + 1);
+        assert!(
+            p.rows.streaming,
+            "outputs beyond a few caches: streaming stores"
+        );
+        assert_eq!(p.rows.row_block, DEFAULT_STREAMING_ROW_BLOCK);
+        let plain = CpuSchedule {
+            stores: CpuStores::Plain,
+            ..s
+        };
+        assert!(!plan(&plain, &big, 2, usize::MAX).rows.streaming);
+        let p = plan(&s, &big, 2, 0);
         assert_eq!(p.workers, 2);
         assert_eq!(p.tiling, Tiling::new(&big, &default_schedule(&big, 2).tile));
         let forced = CpuSchedule {
@@ -198,7 +228,7 @@ mod tests {
             threads: 7,
             ..s
         };
-        let p = plan(&forced, &[4, 4], 2);
+        let p = plan(&forced, &[4, 4], 2, 0);
         assert!(p.rows.streaming);
         assert_eq!(p.rows.row_block, DEFAULT_STREAMING_ROW_BLOCK);
         assert_eq!(p.workers, 2);

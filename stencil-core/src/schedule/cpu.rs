@@ -17,8 +17,8 @@ use crate::ir::MAX_DIMS;
 /// How a CPU schedule writes output points.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum CpuStores {
-    /// The backend chooses (the CPU backend currently chooses plain stores: its streaming
-    /// path measured no faster on the development machine).
+    /// The backend chooses (the CPU backend streams when a sweep's outputs are several times
+    /// its last-level cache, and uses plain stores otherwise).
     #[default]
     Auto,
     /// Ordinary stores (the output's cache lines are read before they are written).
