@@ -215,15 +215,7 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             let output_views = outputs.iter_mut().map(|g| g.kernel_output_view()).collect();
             let mut job = Job::new(self.stencil, input_views, output_views, params)?;
             let report = match self.schedule {
-                Some(schedule) => TuneReport {
-                    source: TuningSource::Given,
-                    schedule,
-                    description: String::new(),
-                    trials: 0,
-                    tuning_seconds: 0.0,
-                    seconds_per_sweep: None,
-                    roofline_fraction: None,
-                },
+                Some(schedule) => TuneReport::plain(TuningSource::Given, schedule, String::new()),
                 None => tuning::choose(backend, &mut job, &self.tune)?,
             };
             backend.run(&mut job, &report.schedule)?;

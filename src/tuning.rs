@@ -91,7 +91,11 @@ pub struct TuneReport {
 }
 
 impl TuneReport {
-    fn plain(source: TuningSource, schedule: Schedule, description: String) -> TuneReport {
+    pub(crate) fn plain(
+        source: TuningSource,
+        schedule: Schedule,
+        description: String,
+    ) -> TuneReport {
         TuneReport {
             source,
             schedule,

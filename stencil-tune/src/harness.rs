@@ -1,7 +1,8 @@
 //! Robust timing of real runs (YASK's method): warm-up, a minimum trial duration, the median of
 //! repeats, early abandon of a candidate clearly slower than the best so far, and the spread
-//! recorded with the result. Also the machine's stream bandwidth, measured once per machine and
-//! cached by the caller ([`TuningCache::store_bandwidth`](crate::cache::TuningCache::store_bandwidth)).
+//! recorded with the result. (The machine's bandwidth is measured by the backend,
+//! `Backend::measure_bandwidth`, and cached with
+//! [`TuningCache::store_bandwidth`](crate::cache::TuningCache::store_bandwidth).)
 //!
 //! The harness times a closure that runs one full sweep; it knows nothing of kernels. Pinning
 //! threads is the backend's job (its pool is pinned before the harness is called).
@@ -143,45 +144,6 @@ where
     }
 }
 
-/// The machine's memory bandwidth in bytes per second: the best of a few STREAM-triad sweeps
-/// (`a = b + s * c`, 24 bytes per element counting the write) over arrays of `elements` `f64`
-/// each, split over `threads` scoped threads. Use arrays several times larger than the last
-/// cache level (for example 2^24 elements).
-pub fn stream_bandwidth(elements: usize, threads: usize) -> f64 {
-    let threads = threads.max(1);
-    let elements = elements.max(threads);
-    let b: Vec<f64> = (0..elements).map(|i| (i % 97) as f64 * 0.5 + 1.0).collect();
-    let c: Vec<f64> = (0..elements)
-        .map(|i| (i % 89) as f64 * 0.25 + 2.0)
-        .collect();
-    let mut a = vec![0.0f64; elements];
-    let chunk = elements.div_ceil(threads);
-    let mut best = f64::INFINITY;
-    for round in 0..4 {
-        let scalar = 3.0 + f64::from(round);
-        let start = Instant::now();
-        std::thread::scope(|scope| {
-            for ((a, b), c) in a
-                .chunks_mut(chunk)
-                .zip(b.chunks(chunk))
-                .zip(c.chunks(chunk))
-            {
-                scope.spawn(move || {
-                    for ((x, y), z) in a.iter_mut().zip(b).zip(c) {
-                        *x = y + scalar * z;
-                    }
-                });
-            }
-        });
-        let seconds = start.elapsed().as_secs_f64();
-        if round > 0 {
-            best = best.min(seconds); // round 0 is the warm-up (page faults on `a`)
-        }
-    }
-    std::hint::black_box(&a);
-    24.0 * elements as f64 / best
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,12 +238,5 @@ mod tests {
         assert!(m.is_legal(&[2]));
         assert!(m.measure(&[2], None).is_some());
         assert!(seen.iter().all(|&v| v == 2) && !seen.is_empty());
-    }
-
-    #[test]
-    fn stream_bandwidth_is_plausible() {
-        let bw = stream_bandwidth(1 << 20, 2);
-        // Between 100 MB/s and 10 TB/s on any machine that runs the tests.
-        assert!(bw > 1.0e8 && bw < 1.0e13, "{bw}");
     }
 }

@@ -7,7 +7,7 @@
 //!   against bandwidth and peak, plus a cache-fit term for block sizes);
 //! - [`measure`]: the [`Measure`] trait strategies measure through;
 //! - [`harness`]: robust timing of real runs (warm-up, minimum duration, median of repeats,
-//!   early abandon) and the machine's stream bandwidth;
+//!   early abandon);
 //! - [`simulated`]: replayed and synthetic timings for noise-free tests;
 //! - [`cache`]: the persistent, versioned tuning cache ("wisdom");
 //! - [`policy`](mod@policy): `off | quick | thorough | exhaustive`, from `STENCIL_TUNE` or the API.
@@ -27,7 +27,7 @@ pub mod simulated;
 pub mod strategy;
 
 pub use cache::{CacheError, CacheKey, TunedEntry, TuningCache};
-pub use harness::{HarnessConfig, TimedMeasure, stream_bandwidth, time_runs};
+pub use harness::{HarnessConfig, TimedMeasure, time_runs};
 pub use measure::{Measure, Trial};
 pub use model::{Model, Roofline, RooflineModel};
 pub use policy::{Plan, PolicyError, TunePolicy, policy, set_policy};

@@ -36,7 +36,8 @@ pub struct Roofline {
     pub bytes_per_point: f64,
     /// Floating-point operations per point.
     pub flops_per_point: f64,
-    /// Memory bandwidth in bytes per second (measured: [`stream_bandwidth`](crate::harness::stream_bandwidth)).
+    /// Memory bandwidth in bytes per second (measured by the backend:
+    /// `Backend::measure_bandwidth`).
     pub bandwidth: f64,
     /// Peak arithmetic rate in flops per second.
     pub peak_flops: f64,
