@@ -80,5 +80,5 @@ pub mod __private {
     pub use stencil_core::{
         BinaryOp, CmpOp, ElemType, Element, KernelBuilder, LogicOp, Stencil, UnaryOp,
     };
-    pub use stencil_cpu::{LINE_BYTES, stream_line};
+    pub use stencil_cpu::{LINE_BYTES, lanes, stream_line};
 }

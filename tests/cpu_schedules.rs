@@ -4,6 +4,7 @@
 //! variants, on tiny, prime and non-dividing shapes, through `verify_with` (random grids, NaN
 //! poisoned outputs, every output compared with `interp::run`).
 
+use stencil::kernels::{jacobi27, jacobi27_f32};
 use stencil::prelude::*;
 use stencil::{
     Backend, CpuBackend, CpuSchedule, Element, Job, Kernel, Result, Schedule, Stencil,
@@ -38,6 +39,30 @@ stencil! {
 
     fn five_point(u: &Grid2<f64>, out: &mut Grid2<f64>, c0: f64, c1: f64) {
         out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
+    }
+
+    /// Retimed with different coefficients at each unit-stride displacement (one partial
+    /// sum of nine reads used at three), one class subtracted: a shift in the wrong direction
+    /// or by the wrong amount changes the result.
+    fn skewed_planes(u: &Grid3<f64>, out: &mut Grid3<f64>, a: f64, b: f64, c: f64) {
+        out[i, j, k] = a * (u[i-1, j-1, k-1] + u[i-1, j, k-1] + u[i-1, j+1, k-1]
+                          + u[i, j-1, k-1] + u[i, j, k-1] + u[i, j+1, k-1]
+                          + u[i+1, j-1, k-1] + u[i+1, j, k-1] + u[i+1, j+1, k-1])
+            + b * (u[i-1, j-1, k] + u[i-1, j, k] + u[i-1, j+1, k]
+                 + u[i, j-1, k] + u[i, j, k] + u[i, j+1, k]
+                 + u[i+1, j-1, k] + u[i+1, j, k] + u[i+1, j+1, k])
+            - c * (u[i-1, j-1, k+1] + u[i-1, j, k+1] + u[i-1, j+1, k+1]
+                 + u[i, j-1, k+1] + u[i, j, k+1] + u[i, j+1, k+1]
+                 + u[i+1, j-1, k+1] + u[i+1, j, k+1] + u[i+1, j+1, k+1]);
+    }
+
+    /// Retimed in 2-D with shifts by two, computed coefficients and a constant one.
+    fn skewed_columns(u: &Grid2<f32>, out: &mut Grid2<f32>, a: f32, b: f32) {
+        out[i, j] = a * (u[i-1, j-2] + u[i, j-2] + u[i+1, j-2])
+            + (a + b) * (u[i-1, j-1] + u[i, j-1] + u[i+1, j-1])
+            - b * (u[i-1, j] + u[i, j] + u[i+1, j])
+            + 0.5 * (u[i-1, j+1] + u[i, j+1] + u[i+1, j+1])
+            - (a * b) * (u[i-1, j+2] + u[i, j+2] + u[i+1, j+2]);
     }
 
     fn smooth_1d(u: &Grid1<f32>, out: &mut Grid1<f32>) {
@@ -140,6 +165,17 @@ fn three_d_kernels_agree_with_the_interpreter_under_sampled_schedules() {
     check(seven_point::stencil(), shapes);
     check(twenty_seven_point::stencil(), shapes);
     check(gradient::stencil(), shapes);
+    // The retimed loop needs rows of two vectors and more: long, odd and just-too-short rows.
+    let long: &[&[usize]] = &[
+        &[3, 4, 131],
+        &[2, 5, 16],
+        &[4, 3, 33],
+        &[2, 2, 15],
+        &[3, 3, 64],
+    ];
+    check(jacobi27::stencil(), long);
+    check(jacobi27_f32::stencil(), long);
+    check(skewed_planes::stencil(), long);
 }
 
 #[test]
@@ -149,6 +185,10 @@ fn two_d_and_one_d_kernels_agree_with_the_interpreter_under_sampled_schedules() 
         &[&[1, 1], &[3, 4100], &[7, 1031], &[40, 17]],
     );
     check(smooth_1d::stencil(), &[&[1], &[5000], &[4099]]);
+    check(
+        skewed_columns::stencil(),
+        &[&[3, 70], &[5, 33], &[2, 32], &[4, 31], &[1, 200]],
+    );
 }
 
 #[test]

@@ -37,7 +37,9 @@ pub use ir::{
     BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp, MAX_DIMS,
     MAX_RADIUS, Offset, Param, ParamId, Role, Stmt, UnaryOp,
 };
-pub use schedule::{CpuSchedule, CpuStores, GpuSchedule, Schedule, TuningSpace};
+pub use schedule::{
+    CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, Schedule, TuningSpace,
+};
 pub use stencil::Stencil;
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};
 pub use view::{FieldView, FieldViewMut, Geometry};

@@ -31,6 +31,7 @@ pub struct RowArgs<'a, T> {
     inputs: &'a [RowInput<'a, T>],
     params: &'a [T],
     streaming: bool,
+    prefetch: usize,
 }
 
 /// A CPU specialisation of a kernel's point loop over one row: reads `args`, writes every
@@ -46,6 +47,7 @@ impl<'a, T: Copy> RowArgs<'a, T> {
             inputs,
             params,
             streaming: false,
+            prefetch: 0,
         }
     }
 
@@ -65,6 +67,20 @@ impl<'a, T: Copy> RowArgs<'a, T> {
     #[inline(always)]
     pub fn streaming(&self) -> bool {
         self.streaming
+    }
+
+    /// These arguments, asking the row function to prefetch the input rows it will first
+    /// need `rows` rows ahead (0: no software prefetch). Row functions may ignore it.
+    #[inline]
+    pub fn with_prefetch(mut self, rows: usize) -> Self {
+        self.prefetch = rows;
+        self
+    }
+
+    /// How many rows ahead to prefetch (see [`with_prefetch`](Self::with_prefetch)).
+    #[inline(always)]
+    pub fn prefetch(&self) -> usize {
+        self.prefetch
     }
 
     /// Number of points in the row.
@@ -96,26 +112,66 @@ impl<'a, T: Copy> RowArgs<'a, T> {
         &row.data[start..start + self.len]
     }
 
-    /// `len` elements (any length, not only the row's) of input number `input`, from the
-    /// row's start displaced by `offset`: the longer spans a generated loop reads when it
-    /// reuses partial sums along the row (see `stencil_core::passes::linear`).
-    ///
-    /// # Panics
-    /// If the span leaves the input's storage.
+    /// `len` elements of input number `input` starting `start` points (possibly negative)
+    /// from the row's first point displaced by `offset`, or `None` where that span leaves the
+    /// input's storage: the wider spans a generated loop reads when it reuses partial sums
+    /// along the row (see `stencil_core::passes::linear`), and the rows it prefetches.
     #[inline(always)]
-    pub fn input_span(&self, input: usize, offset: [isize; MAX_DIMS], len: usize) -> &'a [T] {
+    pub fn window(
+        &self,
+        input: usize,
+        offset: [isize; MAX_DIMS],
+        start: isize,
+        len: usize,
+    ) -> Option<&'a [T]> {
         let row = &self.inputs[input];
-        let mut start = row.start as isize;
+        let mut from = row.start as isize + start;
         for (o, s) in offset.iter().zip(row.strides) {
-            start += o * s as isize;
+            from += o * s as isize;
         }
-        let start = usize::try_from(start).expect("row span starts before the grid's storage");
-        &row.data[start..start + len]
+        let from = usize::try_from(from).ok()?;
+        row.data.get(from..from.checked_add(len)?)
+    }
+
+    /// Element stride of input number `input` along dimension `dim`.
+    #[inline(always)]
+    pub fn stride(&self, input: usize, dim: usize) -> usize {
+        self.inputs[input].strides[dim]
     }
 
     /// Value of parameter number `param` (declaration order).
     #[inline(always)]
     pub fn param(&self, param: usize) -> T {
         self.params[param]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_are_checked_against_the_storage_and_prefetch_is_carried() {
+        // A 4 x 10 grid stored row after row; the row starts at (1, 2).
+        let data: Vec<f64> = (0..40).map(f64::from).collect();
+        let mut strides = [0; MAX_DIMS];
+        strides[..2].copy_from_slice(&[10, 1]);
+        let inputs = [RowInput {
+            data: &data,
+            start: 12,
+            strides,
+        }];
+        let args = RowArgs::new(5, &inputs, &[]).with_prefetch(3);
+        assert_eq!(args.prefetch(), 3);
+        assert_eq!(args.stride(0, 0), 10);
+        // One point either side of the row, one row down.
+        let w = args.window(0, [1, 0, 0, 0], -1, 7).unwrap();
+        assert_eq!(w, &data[21..28]);
+        // Before the storage and past its end: no window (no panic).
+        assert!(args.window(0, [-2, 0, 0, 0], 0, 5).is_none());
+        assert!(args.window(0, [0, 0, 0, 0], -13, 5).is_none());
+        assert!(args.window(0, [2, 0, 0, 0], 0, 9).is_none());
+        assert!(args.window(0, [0, 0, 0, 0], 0, usize::MAX).is_none());
+        assert_eq!(args.window(0, [2, 0, 0, 0], 0, 8).unwrap(), &data[32..40]);
     }
 }

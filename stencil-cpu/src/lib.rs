@@ -24,6 +24,7 @@
 mod backend;
 mod first_touch;
 mod generic;
+pub mod lanes;
 mod machine;
 mod output_rows;
 mod partition;
@@ -39,5 +40,5 @@ pub use partition::Partition;
 pub use pool::{CpuBackend, THREADS_ENV};
 pub use schedules::{AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, MIN_1D_CHUNK};
 pub use space::ScheduleSpace;
-pub use stencil_core::{CpuSchedule, CpuStores};
+pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS};
 pub use streaming::{LINE_BYTES, StreamWidth, stream_line};

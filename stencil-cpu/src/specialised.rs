@@ -106,17 +106,6 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
             .for_each_run(tile, &self.grids, bases, |bases, n_rows, len| {
                 let (in_bases, out_bases) = bases.split_at(n_inputs);
                 for r in 0..n_rows {
-                    if plan.prefetch > 0 {
-                        for (view, (&base, &stride)) in
-                            self.inputs.iter().zip(in_bases.iter().zip(in_strides))
-                        {
-                            crate::streaming::prefetch(
-                                view.data,
-                                base + (r + plan.prefetch) * stride,
-                                len,
-                            );
-                        }
-                    }
                     let mut at = 0;
                     while at < len {
                         let n = (len - at).min(plan.row_block);
@@ -140,8 +129,11 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                             *slot = unsafe { output.row(base + r * stride + at, n) };
                         }
                         // With streaming on, the generated loop writes whole cache lines with
-                        // streaming stores (the fence follows the tile).
-                        let args = RowArgs::new(n, inputs, params).with_streaming(plan.streaming);
+                        // streaming stores (the fence follows the tile); with prefetch on, it
+                        // prefetches the input rows it meets first that many rows ahead.
+                        let args = RowArgs::new(n, inputs, params)
+                            .with_streaming(plan.streaming)
+                            .with_prefetch(plan.prefetch);
                         rows(&args, outputs);
                         at += n;
                     }

@@ -184,30 +184,6 @@ pub(crate) fn fence() {
     }
 }
 
-/// Prefetches the cache lines of `data[start..start + len]` (clamped to `data`) into the
-/// first-level cache; a no-op where there is no prefetch instruction.
-#[inline]
-pub(crate) fn prefetch<T>(data: &[T], start: usize, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let end = start.saturating_add(len).min(data.len());
-        let step = (64 / std::mem::size_of::<T>().max(1)).max(1);
-        let mut at = start;
-        while at < end {
-            // SAFETY: `at < data.len()`, so the pointer is inside the slice; prefetching
-            // never faults and does not change memory.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    data.as_ptr().add(at).cast::<i8>(),
-                );
-            }
-            at += step;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (data, start, len);
-}
-
 /// The streaming-copy kernels, one per instruction set and element size.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -358,13 +334,5 @@ mod tests {
         }
         check::<f64>();
         check::<f32>();
-    }
-
-    #[test]
-    fn prefetch_accepts_any_range() {
-        let data = [1.0f64; 40];
-        prefetch(&data, 0, 40);
-        prefetch(&data, 35, 100);
-        prefetch(&data, 400, 8);
     }
 }

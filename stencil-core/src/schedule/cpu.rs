@@ -9,10 +9,17 @@
 //! [`row_block`](CpuSchedule::row_block) points (the register/unit-stride block). Output
 //! stores are plain or non-temporal ([`stores`](CpuSchedule::stores)), and input rows may be
 //! prefetched [`prefetch`](CpuSchedule::prefetch) rows ahead. Every value is legal: 0 means
-//! "the backend's default" for every numeric field, so `CpuSchedule::default()` is the
+//! "the backend's default" for every numeric field but `prefetch` (where 0 means none), so
+//! `CpuSchedule::default()` (which prefetches [`DEFAULT_PREFETCH_ROWS`] rows ahead) is the
 //! backend's default schedule.
 
 use crate::ir::MAX_DIMS;
+
+/// Rows ahead that [`CpuSchedule::default()`] prefetches. Measured on the development
+/// machine (2 Zen 5 cores, 256^3, 2 threads, medians of 7): the 27-point stencil 15.7 ms
+/// without, 11.9 ms with (8.6 ms with streaming stores as well); the 7-point 11.8 ms
+/// streaming without, 9.2 ms with; 2 and 4 rows ahead within noise of each other.
+pub const DEFAULT_PREFETCH_ROWS: usize = 2;
 
 /// How a CPU schedule writes output points.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -48,7 +55,9 @@ pub struct CpuSchedule {
     pub row_block: usize,
     /// Output stores: plain, streaming, or the backend's choice.
     pub stores: CpuStores,
-    /// Software prefetch of the inputs' rows this many rows ahead; 0 means none.
+    /// Software prefetch of the inputs' rows this many rows ahead; 0 means none. The
+    /// generated point loop prefetches the input row a sweep meets first (largest offset
+    /// along the outer dimensions), so memory streams while the core computes.
     pub prefetch: usize,
 }
 
@@ -61,7 +70,7 @@ impl Default for CpuSchedule {
             chunk: 0,
             row_block: 0,
             stores: CpuStores::Auto,
-            prefetch: 0,
+            prefetch: DEFAULT_PREFETCH_ROWS,
         }
     }
 }

@@ -11,6 +11,7 @@
 
 mod builder;
 mod point_loop;
+mod retimed;
 
 use proc_macro2::{Literal, TokenStream};
 use quote::{ToTokens, format_ident, quote};

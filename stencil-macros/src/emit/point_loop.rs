@@ -151,12 +151,29 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
     let read_args: Vec<TokenStream> = read_args.collect();
     let param_args: Vec<TokenStream> = param_args.collect();
     let lines: Vec<Ident> = (0..plan.n_outputs).map(|k| ident("l", k)).collect();
+    let (retimed_fn, retimed_call) = super::retimed::retimed_loop(kernel, &plan).unzip();
+    // The plain loop prefetches each input's leading row `args.prefetch()` rows ahead, whole
+    // (rows are cut into blocks of at most `DEFAULT_STREAMING_ROW_BLOCK` points by default).
+    let lead = super::retimed::leading(kernel, &plan.reads);
+    let prefetch = (!lead.is_empty()).then(|| {
+        let pf = format_ident!("__pf");
+        let windows = lead.iter().map(|&lead| {
+            let setup = super::retimed::prefetch_window(kernel, lead, &pf, quote!(0), quote!(n));
+            quote! {
+                #setup
+                #p::lanes::prefetch_lines(#pf);
+            }
+        });
+        quote!({ #(#windows)* })
+    });
     quote! {
         fn __rows(args: &#p::RowArgs<'_, #elem>, outs: &mut [&mut [#elem]]) {
             let n = args.len();
             let [#(#outputs),*] = outs else {
                 ::core::unreachable!("stencil!: wrong output count")
             };
+            #retimed_call
+            #prefetch
             if args.streaming() {
                 return __point_loop_streaming(
                     #(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*
@@ -164,6 +181,8 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
             }
             __point_loop(#(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*);
         }
+
+        #retimed_fn
 
         /// The point loop with streaming stores: plain up to the first output's first
         /// 64-byte boundary, then one cache line of every output at a time computed into

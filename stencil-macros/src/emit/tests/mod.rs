@@ -106,6 +106,34 @@ fn the_expansion_has_the_contracted_shape() {
 }
 
 #[test]
+fn a_kernel_whose_partial_sums_pay_gets_the_retimed_loop() {
+    // Barker's 27-point Jacobi: three partial sums (centre, plane faces, plane corners) of
+    // nine loads instead of 27, the plane sums shifted one point either way.
+    let source =
+        "fn j27(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64, c2: f64, c3: f64) {
+        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
+            + u[i, j, k-1] + u[i, j, k+1];
+        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
+            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
+            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
+        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
+            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
+        out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
+    }";
+    let text = expand(tokens(source)).to_string();
+    assert!(text.contains("fn __point_loop_retimed"), "{text}");
+    assert!(text.contains("if __point_loop_retimed (args"), "{text}");
+    for shift in ["shifted :: < - 1 >", "shifted :: < 1 >"] {
+        assert!(text.contains(shift), "missing {shift} in {text}");
+    }
+    // Nine member windows (the centre's loaded at its displacements), one prefetch window.
+    assert_eq!(text.matches(", lo , span)").count(), 10, "{text}");
+    // The 7-point stencil's sums are not reused enough: no retimed loop.
+    let text = expand(tokens(KERNELS[0])).to_string();
+    assert!(!text.contains("__point_loop_retimed"), "{text}");
+}
+
+#[test]
 fn a_kernel_without_docs_gets_generated_ones() {
     let text = expand(tokens(
         "fn k(u: &Grid1<f64>, out: &mut Grid1<f64>) { out[i] = u[i]; }",

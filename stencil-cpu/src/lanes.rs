@@ -1,0 +1,432 @@
+//! Vectors of lanes for the retimed point loop that `stencil!` generates.
+//!
+//! The retimed loop (GSTuner's retiming, 003_... section 2.2.4) computes each partial sum of a
+//! linear kernel once per vector of points and obtains its values at the neighbouring points
+//! by *shifting* lanes between consecutive vectors (YASK's in-register reuse) instead of
+//! loading and adding the same reads again. That needs a vector type whose lane shift is one
+//! instruction; LLVM does not reliably turn shifts of plain arrays into one, so the types here
+//! wrap the intrinsics of the instruction set enabled at compile time:
+//!
+//! - with AVX-512F: [`F64`] is 8 lanes of `__m512d`, [`F32`] 16 lanes of `__m512`, shifts are
+//!   `valignq` / `valignd`, and [`Lanes::FAST_SHIFTS`] is true;
+//! - otherwise: plain arrays (4 `f64`, 8 `f32`) with element-wise code, and `FAST_SHIFTS`
+//!   false, so the generated code keeps its plain, autovectorised point loop (the array types
+//!   still compute the right values; the tests run them everywhere).
+//!
+//! Every load and store is bounds-checked against its slice; a streaming store that finds its
+//! destination unaligned stores plainly.
+
+/// A vector of `N` lanes of one element type: the operations the retimed loop uses.
+pub trait Lanes: Copy {
+    /// The element type.
+    type Elem: Copy;
+    /// Number of lanes.
+    const N: usize;
+    /// Whether a lane shift is a single instruction: the retimed loop pays only then.
+    const FAST_SHIFTS: bool;
+    /// Every lane `value`.
+    fn splat(value: Self::Elem) -> Self;
+    /// `data[at..at + N]`.
+    ///
+    /// # Panics
+    /// If `at + N > data.len()`.
+    fn load(data: &[Self::Elem], at: usize) -> Self;
+    /// Writes the lanes to `data[at..at + N]`.
+    ///
+    /// # Panics
+    /// If `at + N > data.len()`.
+    fn store(self, data: &mut [Self::Elem], at: usize);
+    /// Writes the lanes to `data[at..at + N]` with a streaming (non-temporal) store where
+    /// the destination is aligned to the vector and the instruction exists, else plainly.
+    /// The caller orders streaming stores with a fence before others read the data.
+    ///
+    /// # Panics
+    /// If `at + N > data.len()`.
+    fn stream(self, data: &mut [Self::Elem], at: usize);
+    /// Lane-wise `self + other`.
+    fn add(self, other: Self) -> Self;
+    /// Lane-wise `self - other`.
+    fn sub(self, other: Self) -> Self;
+    /// Lane-wise `self * other`.
+    fn mul(self, other: Self) -> Self;
+    /// Lane-wise `self * b + c` (fused where the instruction set has it).
+    fn mul_add(self, b: Self, c: Self) -> Self;
+    /// Lane-wise `c - self * b` (fused where the instruction set has it).
+    fn neg_mul_add(self, b: Self, c: Self) -> Self;
+    /// Lane `i` of the result is lane `i + D` of the concatenation `prev, cur, next` counted
+    /// from `cur`'s lane 0: the vector of the points `D` further along the row.
+    ///
+    /// # Panics
+    /// If `|D| > N`.
+    fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self;
+}
+
+/// Prefetches the cache line holding `data[at]` into the first-level cache; nothing when
+/// `at` is outside `data` or the machine has no prefetch instruction.
+#[inline(always)]
+pub fn prefetch<T>(data: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < data.len() {
+        // SAFETY: `at < data.len()`, so the pointer is inside the slice; prefetching never
+        // faults and does not change memory.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                data.as_ptr().add(at).cast::<i8>(),
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, at);
+}
+
+/// Prefetches every cache line of `data` into the first-level cache (see [`prefetch`]).
+#[inline(always)]
+pub fn prefetch_lines<T>(data: &[T]) {
+    let step = (64 / std::mem::size_of::<T>().max(1)).max(1);
+    let mut at = 0;
+    while at < data.len() {
+        prefetch(data, at);
+        at += step;
+    }
+}
+
+/// Array lanes: element-wise code any machine runs.
+macro_rules! array_lanes {
+    ($name:ident, $elem:ty, $n:literal) => {
+        /// Lanes as a plain array (no single-instruction shifts).
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name(pub [$elem; $n]);
+
+        impl Lanes for $name {
+            type Elem = $elem;
+            const N: usize = $n;
+            const FAST_SHIFTS: bool = false;
+            #[inline(always)]
+            fn splat(value: $elem) -> Self {
+                $name([value; $n])
+            }
+            #[inline(always)]
+            fn load(data: &[$elem], at: usize) -> Self {
+                let mut lanes = [0.0; $n];
+                lanes.copy_from_slice(&data[at..at + $n]);
+                $name(lanes)
+            }
+            #[inline(always)]
+            fn store(self, data: &mut [$elem], at: usize) {
+                data[at..at + $n].copy_from_slice(&self.0);
+            }
+            #[inline(always)]
+            fn stream(self, data: &mut [$elem], at: usize) {
+                self.store(data, at);
+            }
+            #[inline(always)]
+            fn add(self, other: Self) -> Self {
+                $name(std::array::from_fn(|i| self.0[i] + other.0[i]))
+            }
+            #[inline(always)]
+            fn sub(self, other: Self) -> Self {
+                $name(std::array::from_fn(|i| self.0[i] - other.0[i]))
+            }
+            #[inline(always)]
+            fn mul(self, other: Self) -> Self {
+                $name(std::array::from_fn(|i| self.0[i] * other.0[i]))
+            }
+            #[inline(always)]
+            fn mul_add(self, b: Self, c: Self) -> Self {
+                $name(std::array::from_fn(|i| self.0[i] * b.0[i] + c.0[i]))
+            }
+            #[inline(always)]
+            fn neg_mul_add(self, b: Self, c: Self) -> Self {
+                $name(std::array::from_fn(|i| c.0[i] - self.0[i] * b.0[i]))
+            }
+            #[inline(always)]
+            fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
+                assert!(
+                    D.unsigned_abs() as usize <= $n,
+                    "lane shift beyond one vector"
+                );
+                $name(std::array::from_fn(|i| {
+                    let at = i as i32 + D;
+                    if at < 0 {
+                        prev.0[(at + $n) as usize]
+                    } else if at >= $n {
+                        next.0[(at - $n) as usize]
+                    } else {
+                        cur.0[at as usize]
+                    }
+                }))
+            }
+        }
+    };
+}
+
+array_lanes!(F64Array, f64, 4);
+array_lanes!(F32Array, f32, 8);
+
+#[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::Lanes;
+
+    /// Defines an AVX-512 lane type: `$v` the register type, `$int` the integer view used
+    /// by the lane alignment `$align`.
+    macro_rules! avx512_lanes {
+        (
+            $name:ident, $elem:ty, $n:tt, $v:ty,
+            load: $load:ident, store: $store:ident, stream: $stream:ident, splat: $splat:ident,
+            add: $add:ident, sub: $sub:ident, mul: $mul:ident, fmadd: $fmadd:ident,
+            fnmadd: $fnmadd:ident, to_int: $to_int:ident, from_int: $from_int:ident,
+            align: $align:ident
+        ) => {
+            /// Lanes in one AVX-512 register.
+            #[derive(Clone, Copy, Debug)]
+            pub struct $name(pub $v);
+
+            impl $name {
+                /// Lanes `K..N` of `lo` then lanes `0..K` of `hi` (`valign`).
+                #[inline(always)]
+                fn align<const K: i32>(hi: Self, lo: Self) -> Self {
+                    // SAFETY: AVX-512F is enabled at compile time (this module's cfg).
+                    unsafe { $name($from_int($align::<K>($to_int(hi.0), $to_int(lo.0)))) }
+                }
+            }
+
+            impl Lanes for $name {
+                type Elem = $elem;
+                const N: usize = $n;
+                const FAST_SHIFTS: bool = true;
+                #[inline(always)]
+                fn splat(value: $elem) -> Self {
+                    // SAFETY: AVX-512F is enabled at compile time (this module's cfg).
+                    unsafe { $name($splat(value)) }
+                }
+                #[inline(always)]
+                fn load(data: &[$elem], at: usize) -> Self {
+                    let lanes = &data[at..at + $n];
+                    // SAFETY: `lanes` holds exactly `N` elements; the load is unaligned;
+                    // AVX-512F is enabled at compile time.
+                    unsafe { $name($load(lanes.as_ptr())) }
+                }
+                #[inline(always)]
+                fn store(self, data: &mut [$elem], at: usize) {
+                    let lanes = &mut data[at..at + $n];
+                    // SAFETY: `lanes` holds exactly `N` elements and is borrowed mutably;
+                    // the store is unaligned; AVX-512F is enabled at compile time.
+                    unsafe { $store(lanes.as_mut_ptr(), self.0) }
+                }
+                #[inline(always)]
+                fn stream(self, data: &mut [$elem], at: usize) {
+                    let lanes = &mut data[at..at + $n];
+                    if lanes.as_ptr().cast::<u8>().align_offset(64) == 0 {
+                        // SAFETY: `lanes` holds exactly `N` elements (64 bytes), is borrowed
+                        // mutably and 64-byte aligned; AVX-512F is enabled at compile time.
+                        unsafe { $stream(lanes.as_mut_ptr(), self.0) }
+                    } else {
+                        self.store(data, at);
+                    }
+                }
+                #[inline(always)]
+                fn add(self, other: Self) -> Self {
+                    // SAFETY: AVX-512F is enabled at compile time.
+                    unsafe { $name($add(self.0, other.0)) }
+                }
+                #[inline(always)]
+                fn sub(self, other: Self) -> Self {
+                    // SAFETY: AVX-512F is enabled at compile time.
+                    unsafe { $name($sub(self.0, other.0)) }
+                }
+                #[inline(always)]
+                fn mul(self, other: Self) -> Self {
+                    // SAFETY: AVX-512F is enabled at compile time.
+                    unsafe { $name($mul(self.0, other.0)) }
+                }
+                #[inline(always)]
+                fn mul_add(self, b: Self, c: Self) -> Self {
+                    // SAFETY: AVX-512F is enabled at compile time.
+                    unsafe { $name($fmadd(self.0, b.0, c.0)) }
+                }
+                #[inline(always)]
+                fn neg_mul_add(self, b: Self, c: Self) -> Self {
+                    // SAFETY: AVX-512F is enabled at compile time.
+                    unsafe { $name($fnmadd(self.0, b.0, c.0)) }
+                }
+                #[inline(always)]
+                fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
+                    avx512_shift!($n, D, prev, cur, next)
+                }
+            }
+        };
+    }
+
+    /// `shifted::<D>` for `$n` lanes: `valign` of (`cur`, `prev`) below, (`next`, `cur`)
+    /// above, one arm per displacement (the match folds at compile time).
+    macro_rules! avx512_shift {
+        (8, $d:ident, $prev:ident, $cur:ident, $next:ident) => {
+            match $d {
+                0 => $cur,
+                8 => $next,
+                -8 => $prev,
+                1 => Self::align::<1>($next, $cur),
+                2 => Self::align::<2>($next, $cur),
+                3 => Self::align::<3>($next, $cur),
+                4 => Self::align::<4>($next, $cur),
+                5 => Self::align::<5>($next, $cur),
+                6 => Self::align::<6>($next, $cur),
+                7 => Self::align::<7>($next, $cur),
+                -1 => Self::align::<7>($cur, $prev),
+                -2 => Self::align::<6>($cur, $prev),
+                -3 => Self::align::<5>($cur, $prev),
+                -4 => Self::align::<4>($cur, $prev),
+                -5 => Self::align::<3>($cur, $prev),
+                -6 => Self::align::<2>($cur, $prev),
+                -7 => Self::align::<1>($cur, $prev),
+                _ => panic!("lane shift beyond one vector"),
+            }
+        };
+        (16, $d:ident, $prev:ident, $cur:ident, $next:ident) => {
+            match $d {
+                0 => $cur,
+                16 => $next,
+                -16 => $prev,
+                1 => Self::align::<1>($next, $cur),
+                2 => Self::align::<2>($next, $cur),
+                3 => Self::align::<3>($next, $cur),
+                4 => Self::align::<4>($next, $cur),
+                5 => Self::align::<5>($next, $cur),
+                6 => Self::align::<6>($next, $cur),
+                7 => Self::align::<7>($next, $cur),
+                8 => Self::align::<8>($next, $cur),
+                9 => Self::align::<9>($next, $cur),
+                10 => Self::align::<10>($next, $cur),
+                11 => Self::align::<11>($next, $cur),
+                12 => Self::align::<12>($next, $cur),
+                13 => Self::align::<13>($next, $cur),
+                14 => Self::align::<14>($next, $cur),
+                15 => Self::align::<15>($next, $cur),
+                -1 => Self::align::<15>($cur, $prev),
+                -2 => Self::align::<14>($cur, $prev),
+                -3 => Self::align::<13>($cur, $prev),
+                -4 => Self::align::<12>($cur, $prev),
+                -5 => Self::align::<11>($cur, $prev),
+                -6 => Self::align::<10>($cur, $prev),
+                -7 => Self::align::<9>($cur, $prev),
+                -8 => Self::align::<8>($cur, $prev),
+                -9 => Self::align::<7>($cur, $prev),
+                -10 => Self::align::<6>($cur, $prev),
+                -11 => Self::align::<5>($cur, $prev),
+                -12 => Self::align::<4>($cur, $prev),
+                -13 => Self::align::<3>($cur, $prev),
+                -14 => Self::align::<2>($cur, $prev),
+                -15 => Self::align::<1>($cur, $prev),
+                _ => panic!("lane shift beyond one vector"),
+            }
+        };
+    }
+
+    avx512_lanes!(
+        F64x8, f64, 8, __m512d,
+        load: _mm512_loadu_pd, store: _mm512_storeu_pd, stream: _mm512_stream_pd,
+        splat: _mm512_set1_pd, add: _mm512_add_pd, sub: _mm512_sub_pd, mul: _mm512_mul_pd,
+        fmadd: _mm512_fmadd_pd, fnmadd: _mm512_fnmadd_pd, to_int: _mm512_castpd_si512,
+        from_int: _mm512_castsi512_pd, align: _mm512_alignr_epi64
+    );
+    avx512_lanes!(
+        F32x16, f32, 16, __m512,
+        load: _mm512_loadu_ps, store: _mm512_storeu_ps, stream: _mm512_stream_ps,
+        splat: _mm512_set1_ps, add: _mm512_add_ps, sub: _mm512_sub_ps, mul: _mm512_mul_ps,
+        fmadd: _mm512_fmadd_ps, fnmadd: _mm512_fnmadd_ps, to_int: _mm512_castps_si512,
+        from_int: _mm512_castsi512_ps, align: _mm512_alignr_epi32
+    );
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+pub use avx512::{F32x16, F64x8};
+
+/// The `f64` lanes of this build: [`F64x8`] with AVX-512F, else [`F64Array`].
+#[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+pub type F64 = F64x8;
+/// The `f64` lanes of this build: `F64x8` with AVX-512F, else [`F64Array`].
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+pub type F64 = F64Array;
+/// The `f32` lanes of this build: [`F32x16`] with AVX-512F, else [`F32Array`].
+#[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+pub type F32 = F32x16;
+/// The `f32` lanes of this build: `F32x16` with AVX-512F, else [`F32Array`].
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+pub type F32 = F32Array;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ramp<T: From<u16>>(n: usize, from: u16) -> Vec<T> {
+        (0..n as u16).map(|k| T::from(from + k)).collect()
+    }
+
+    /// Every operation of `V` against scalar arithmetic, every legal shift against indexing.
+    fn check<V: Lanes>(data: &[V::Elem], to_f64: impl Fn(V::Elem) -> f64)
+    where
+        V::Elem: Default,
+    {
+        let n = V::N;
+        let lanes = |v: V| {
+            let mut out = vec![V::Elem::default(); n];
+            v.store(&mut out, 0);
+            out.into_iter().map(&to_f64).collect::<Vec<f64>>()
+        };
+        let (prev, cur, next) = (V::load(data, 0), V::load(data, n), V::load(data, 2 * n));
+        let scalar: Vec<f64> = data.iter().map(|&v| to_f64(v)).collect();
+        macro_rules! shifts {
+            ($($d:literal)*) => {$(
+                if ($d as i32).unsigned_abs() as usize <= n {
+                    let got = lanes(V::shifted::<$d>(prev, cur, next));
+                    let want: Vec<f64> =
+                        (0..n).map(|i| scalar[(n as i32 + i as i32 + $d) as usize]).collect();
+                    assert_eq!(got, want, "shift {}", $d);
+                }
+            )*};
+        }
+        shifts!(-16 -15 -9 -8 -7 -3 -2 -1 0 1 2 3 7 8 9 15 16);
+        let (a, b) = (lanes(cur), lanes(next));
+        let two = V::splat(data[2]);
+        let t = to_f64(data[2]);
+        let each = |f: &dyn Fn(f64, f64) -> f64| -> Vec<f64> {
+            a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect()
+        };
+        assert_eq!(lanes(cur.add(next)), each(&|x, y| x + y));
+        assert_eq!(lanes(cur.sub(next)), each(&|x, y| x - y));
+        assert_eq!(lanes(cur.mul(next)), each(&|x, y| x * y));
+        // Small integers: fused and unfused agree exactly.
+        assert_eq!(lanes(cur.mul_add(two, next)), each(&|x, y| x * t + y));
+        assert_eq!(lanes(cur.neg_mul_add(two, next)), each(&|x, y| y - x * t));
+        // Streaming to an unaligned place stores plainly; out of bounds panics.
+        let mut out = vec![V::Elem::default(); 3 * n];
+        cur.stream(&mut out, 1);
+        assert_eq!(out[1..=n].iter().map(|&v| to_f64(v)).collect::<Vec<_>>(), a);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            V::load(data, data.len() - n + 1)
+        }));
+        assert!(caught.is_err());
+    }
+
+    #[test]
+    fn array_lanes_compute_what_scalars_do() {
+        check::<F64Array>(&ramp::<f64>(3 * F64Array::N, 1), |v| v);
+        check::<F32Array>(&ramp::<f32>(3 * F32Array::N, 1), f64::from);
+    }
+
+    #[test]
+    fn the_build_lanes_compute_what_scalars_do() {
+        check::<F64>(&ramp::<f64>(3 * F64::N, 1), |v| v);
+        check::<F32>(&ramp::<f32>(3 * F32::N, 1), f64::from);
+    }
+
+    #[test]
+    fn prefetch_outside_the_slice_does_nothing() {
+        let data = [1.0f64; 8];
+        prefetch(&data, 0);
+        prefetch(&data, 8);
+        prefetch(&data, usize::MAX);
+    }
+}
