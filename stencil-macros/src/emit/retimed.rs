@@ -43,7 +43,10 @@ impl Plan {
         let (loads, terms) = stores
             .iter()
             .fold((0, 0), |(l, t), (_, r)| (l + r.n_loads(), t + r.n_terms));
-        if stores.is_empty() || 3 * loads > terms {
+        if stores.is_empty()
+            || stores.iter().any(|(_, r)| r.classes.is_empty())
+            || 3 * loads > terms
+        {
             return None;
         }
         let mut members = Vec::new();
@@ -263,7 +266,8 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
                 roll.push(quote!(#prev = #cur; #cur = #next;));
             }
         }
-        let mut acc: Option<TokenStream> = None;
+        // The value accumulates class by class in `s{s}v`.
+        let value = format_ident!("s{s}v");
         for (c, class) in form.classes.iter().enumerate() {
             let uses: Vec<TokenStream> = class
                 .uses
@@ -304,29 +308,25 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
             compute.push(quote!(let #class_value = #first #(.add(#rest))*;));
             let coefficient = match class.coefficient {
                 Some(id) => {
-                    let value = scalar(kernel, id)?;
+                    let factor = scalar(kernel, id)?;
                     let name = format_ident!("s{s}k{c}");
-                    setup.push(quote!(let #name = V::splat(#value);));
+                    setup.push(quote!(let #name = V::splat(#factor);));
                     Some(name)
                 }
                 None => None,
             };
-            acc = Some(match (acc, coefficient, class.negated) {
-                (None, Some(k), false) => quote!(#k.mul(#class_value)),
-                (None, Some(k), true) => quote!(#k.neg_mul_add(#class_value, V::splat(0.0))),
-                (None, None, false) => quote!(#class_value),
-                (None, None, true) => quote!(V::splat(0.0).sub(#class_value)),
-                (Some(a), Some(k), false) => quote!(#k.mul_add(#class_value, #a)),
-                (Some(a), Some(k), true) => quote!(#k.neg_mul_add(#class_value, #a)),
-                (Some(a), None, false) => quote!(#a.add(#class_value)),
-                (Some(a), None, true) => quote!(#a.sub(#class_value)),
-            });
-            let name = format_ident!("s{s}v");
-            let value = acc.take().unwrap_or_else(|| unreachable!());
-            compute.push(quote!(let #name = #value;));
-            acc = Some(quote!(#name));
+            let step = match (c == 0, coefficient, class.negated) {
+                (true, Some(k), false) => quote!(#k.mul(#class_value)),
+                (true, Some(k), true) => quote!(#k.neg_mul_add(#class_value, V::splat(0.0))),
+                (true, None, false) => quote!(#class_value),
+                (true, None, true) => quote!(V::splat(0.0).sub(#class_value)),
+                (false, Some(k), false) => quote!(#k.mul_add(#class_value, #value)),
+                (false, Some(k), true) => quote!(#k.neg_mul_add(#class_value, #value)),
+                (false, None, false) => quote!(#value.add(#class_value)),
+                (false, None, true) => quote!(#value.sub(#class_value)),
+            };
+            compute.push(quote!(let #value = #step;));
         }
-        let value = acc.unwrap_or_else(|| unreachable!("stencil!: bug in emit: no class"));
         let output = &outputs[*output];
         compute.push(quote! {
             if streaming { #value.stream(#output, x) } else { #value.store(#output, x) }
