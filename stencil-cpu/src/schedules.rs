@@ -96,9 +96,7 @@ pub(crate) fn plan(
     let streaming = match schedule.stores {
         CpuStores::Plain => false,
         CpuStores::Streaming => true,
-        CpuStores::Auto => {
-            output_bytes > AUTO_STREAMING_CACHES * crate::Machine::detect().llc_bytes
-        }
+        CpuStores::Auto => auto_streams(output_bytes, crate::Machine::detect().llc_bytes),
     };
     let row_block = match schedule.row_block {
         0 if streaming || schedule.prefetch > 0 => DEFAULT_STREAMING_ROW_BLOCK,
@@ -115,6 +113,12 @@ pub(crate) fn plan(
             prefetch: schedule.prefetch,
         },
     }
+}
+
+/// Whether `Auto` stores stream for a sweep writing `output_bytes` on a machine whose
+/// last-level cache holds `llc_bytes`: above [`AUTO_STREAMING_CACHES`] caches.
+pub(crate) fn auto_streams(output_bytes: usize, llc_bytes: usize) -> bool {
+    output_bytes > AUTO_STREAMING_CACHES.saturating_mul(llc_bytes)
 }
 
 /// A varied sample of legal schedules for an interior of `shape` on `threads` threads: the

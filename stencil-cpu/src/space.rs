@@ -36,6 +36,8 @@ pub struct ScheduleSpace {
     row_blocks: Vec<usize>,
     stores: Vec<CpuStores>,
     prefetch: Vec<usize>,
+    /// What the default schedule's `Auto` stores become for this kernel and shape.
+    auto_stores: CpuStores,
 }
 
 impl ScheduleSpace {
@@ -137,6 +139,14 @@ impl ScheduleSpace {
         if machine.vector != StreamWidth::None {
             stores.push(CpuStores::Streaming);
         }
+        let output_bytes = shape.iter().product::<usize>() * elem * kernel.outputs().count();
+        let auto_stores = if stores.contains(&CpuStores::Streaming)
+            && crate::schedules::auto_streams(output_bytes, machine.llc_bytes)
+        {
+            CpuStores::Streaming
+        } else {
+            CpuStores::Plain
+        };
         ScheduleSpace {
             shape: shape.to_vec(),
             tiles,
@@ -144,6 +154,7 @@ impl ScheduleSpace {
             row_blocks,
             stores,
             prefetch: vec![0, 2],
+            auto_stores,
         }
     }
 
@@ -199,7 +210,9 @@ impl ScheduleSpace {
     /// so index neighbours are size neighbours; only combinations this space lists are
     /// legal), then `chunk` (`contiguous` or `round-robin`), `row_block` (0 = the whole row),
     /// `stores` (`plain` or `streaming`) and `prefetch` (rows ahead). The default point is
-    /// the backend's default schedule; blocks should fit in `cache_bytes` per thread (the
+    /// the backend's default schedule, its `Auto` stores spelled out as what they become for
+    /// this kernel and shape on `machine` (so the tuner's baseline is what the default runs);
+    /// blocks should fit in `cache_bytes` per thread (the
     /// second-level cache or the thread's share of the last level, whichever is larger); the
     /// peak is nominal (two fused multiply-adds per vector lane per cycle at 2.5 GHz).
     pub fn tuning_space(
@@ -278,7 +291,7 @@ impl ScheduleSpace {
             .chain([
                 self.chunks.iter().position(|&c| c == default.chunk),
                 self.row_blocks.iter().position(|&r| r == default.row_block),
-                self.stores.iter().position(|&s| s == CpuStores::Plain),
+                self.stores.iter().position(|&s| s == self.auto_stores),
                 self.prefetch.iter().position(|&p| p == default.prefetch),
             ])
             .collect();
@@ -424,7 +437,13 @@ mod tests {
                 }
             }
             assert_eq!(reached.len(), space.len(), "every schedule is reachable");
-            // The default point is the backend's default schedule with its stores spelled out.
+            // The default point is the backend's default schedule with its `Auto` stores
+            // spelled out: streaming where the output (one f64 grid) exceeds two 32 MiB caches.
+            let auto = if shape.iter().product::<usize>() * 8 > 2 * (32 << 20) {
+                CpuStores::Streaming
+            } else {
+                CpuStores::Plain
+            };
             let default = crate::schedules::default_schedule(&shape, 2);
             let point = tuning.default_point.clone().expect("default in the space");
             match tuning.schedule(&point) {
@@ -438,7 +457,7 @@ mod tests {
                             default.prefetch
                         )
                     );
-                    assert_eq!(s.stores, CpuStores::Plain);
+                    assert_eq!(s.stores, auto, "{shape:?}");
                 }
                 other => panic!("{other:?}"),
             }

@@ -91,6 +91,7 @@ fn the_expansion_has_the_contracted_shape() {
             "stencil",
             "__rows",
             "__point_loop_streaming",
+            "__point_loop_prefetching",
             "__point_loop"
         ]
     );
