@@ -9,6 +9,9 @@
 //!
 //! - with AVX-512F: [`F64`] is 8 lanes of `__m512d`, [`F32`] 16 lanes of `__m512`, shifts are
 //!   `valignq` / `valignd`, and [`Lanes::FAST_SHIFTS`] is true;
+//! - with AVX2 (and no AVX-512F): 4 lanes of `__m256d`, 8 of `__m256`, shifts by
+//!   `vperm2f128` plus `vshufpd` / `vpalignr` (two instructions), `FAST_SHIFTS` true; fused
+//!   multiply-adds where FMA is enabled too;
 //! - otherwise: plain arrays (4 `f64`, 8 `f32`) with element-wise code, and `FAST_SHIFTS`
 //!   false, so the generated code keeps its plain, autovectorised point loop (the array types
 //!   still compute the right values; the tests run them everywhere).
@@ -343,17 +346,196 @@ mod avx512 {
 #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
 pub use avx512::{F32x16, F64x8};
 
-/// The `f64` lanes of this build: [`F64x8`] with AVX-512F, else [`F64Array`].
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::Lanes;
+
+    /// Defines an AVX2 lane type; `$n` lanes in one 256-bit register, `$cat` the shift of
+    /// the concatenation of two registers (see `F64x4::concat` and `F32x8::concat`).
+    macro_rules! avx2_lanes {
+        (
+            $name:ident, $elem:ty, $n:literal, $v:ty,
+            load: $load:ident, store: $store:ident, stream: $stream:ident, splat: $splat:ident,
+            add: $add:ident, sub: $sub:ident, mul: $mul:ident, fmadd: $fmadd:ident,
+            fnmadd: $fnmadd:ident
+        ) => {
+            /// Lanes in one AVX register.
+            #[derive(Clone, Copy, Debug)]
+            pub struct $name(pub $v);
+
+            impl Lanes for $name {
+                type Elem = $elem;
+                const N: usize = $n;
+                const FAST_SHIFTS: bool = true;
+                #[inline(always)]
+                fn splat(value: $elem) -> Self {
+                    // SAFETY: AVX2 is enabled at compile time (this module's cfg).
+                    unsafe { $name($splat(value)) }
+                }
+                #[inline(always)]
+                fn load(data: &[$elem], at: usize) -> Self {
+                    let lanes = &data[at..at + $n];
+                    // SAFETY: `lanes` holds exactly `N` elements; the load is unaligned;
+                    // AVX2 is enabled at compile time.
+                    unsafe { $name($load(lanes.as_ptr())) }
+                }
+                #[inline(always)]
+                fn store(self, data: &mut [$elem], at: usize) {
+                    let lanes = &mut data[at..at + $n];
+                    // SAFETY: `lanes` holds exactly `N` elements and is borrowed mutably;
+                    // the store is unaligned; AVX2 is enabled at compile time.
+                    unsafe { $store(lanes.as_mut_ptr(), self.0) }
+                }
+                #[inline(always)]
+                fn stream(self, data: &mut [$elem], at: usize) {
+                    let lanes = &mut data[at..at + $n];
+                    if lanes.as_ptr().cast::<u8>().align_offset(32) == 0 {
+                        // SAFETY: `lanes` holds exactly `N` elements (32 bytes), is borrowed
+                        // mutably and 32-byte aligned; AVX2 is enabled at compile time.
+                        unsafe { $stream(lanes.as_mut_ptr(), self.0) }
+                    } else {
+                        self.store(data, at);
+                    }
+                }
+                #[inline(always)]
+                fn add(self, other: Self) -> Self {
+                    // SAFETY: AVX2 is enabled at compile time.
+                    unsafe { $name($add(self.0, other.0)) }
+                }
+                #[inline(always)]
+                fn sub(self, other: Self) -> Self {
+                    // SAFETY: AVX2 is enabled at compile time.
+                    unsafe { $name($sub(self.0, other.0)) }
+                }
+                #[inline(always)]
+                fn mul(self, other: Self) -> Self {
+                    // SAFETY: AVX2 is enabled at compile time.
+                    unsafe { $name($mul(self.0, other.0)) }
+                }
+                #[inline(always)]
+                fn mul_add(self, b: Self, c: Self) -> Self {
+                    #[cfg(target_feature = "fma")]
+                    // SAFETY: FMA is enabled at compile time.
+                    return unsafe { $name($fmadd(self.0, b.0, c.0)) };
+                    #[cfg(not(target_feature = "fma"))]
+                    return self.mul(b).add(c);
+                }
+                #[inline(always)]
+                fn neg_mul_add(self, b: Self, c: Self) -> Self {
+                    #[cfg(target_feature = "fma")]
+                    // SAFETY: FMA is enabled at compile time.
+                    return unsafe { $name($fnmadd(self.0, b.0, c.0)) };
+                    #[cfg(not(target_feature = "fma"))]
+                    return c.sub(self.mul(b));
+                }
+                #[inline(always)]
+                fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
+                    match D {
+                        0 => cur,
+                        $n => next,
+                        d if d == -$n => prev,
+                        d if d > 0 && d < $n => Self::concat(cur, next, d),
+                        d if d < 0 && d > -$n => Self::concat(prev, cur, $n + d),
+                        _ => panic!("lane shift beyond one vector"),
+                    }
+                }
+            }
+        };
+    }
+
+    avx2_lanes!(
+        F64x4, f64, 4, __m256d,
+        load: _mm256_loadu_pd, store: _mm256_storeu_pd, stream: _mm256_stream_pd,
+        splat: _mm256_set1_pd, add: _mm256_add_pd, sub: _mm256_sub_pd, mul: _mm256_mul_pd,
+        fmadd: _mm256_fmadd_pd, fnmadd: _mm256_fnmadd_pd
+    );
+    avx2_lanes!(
+        F32x8, f32, 8, __m256,
+        load: _mm256_loadu_ps, store: _mm256_storeu_ps, stream: _mm256_stream_ps,
+        splat: _mm256_set1_ps, add: _mm256_add_ps, sub: _mm256_sub_ps, mul: _mm256_mul_ps,
+        fmadd: _mm256_fmadd_ps, fnmadd: _mm256_fnmadd_ps
+    );
+
+    impl F64x4 {
+        /// Lanes `k..k + 4` of the concatenation `lo, hi` (`0 < k < 4`): the middle pair by
+        /// `vperm2f128`, odd shifts by `vshufpd` with it.
+        #[inline(always)]
+        fn concat(lo: Self, hi: Self, k: i32) -> Self {
+            // SAFETY: AVX2 is enabled at compile time (this module's cfg).
+            unsafe {
+                let mid = _mm256_permute2f128_pd::<0x21>(lo.0, hi.0);
+                F64x4(match k {
+                    1 => _mm256_shuffle_pd::<0b0101>(lo.0, mid),
+                    2 => mid,
+                    _ => _mm256_shuffle_pd::<0b0101>(mid, hi.0),
+                })
+            }
+        }
+    }
+
+    impl F32x8 {
+        /// Lanes `k..k + 8` of the concatenation `lo, hi` (`0 < k < 8`): the middle half by
+        /// `vperm2f128`, the rest by `vpalignr` within 128-bit lanes.
+        #[inline(always)]
+        fn concat(lo: Self, hi: Self, k: i32) -> Self {
+            // SAFETY: AVX2 is enabled at compile time (this module's cfg).
+            unsafe {
+                let mid = _mm256_permute2f128_ps::<0x21>(lo.0, hi.0);
+                let (l, m, h) = (
+                    _mm256_castps_si256(lo.0),
+                    _mm256_castps_si256(mid),
+                    _mm256_castps_si256(hi.0),
+                );
+                F32x8(_mm256_castsi256_ps(match k {
+                    1 => _mm256_alignr_epi8::<4>(m, l),
+                    2 => _mm256_alignr_epi8::<8>(m, l),
+                    3 => _mm256_alignr_epi8::<12>(m, l),
+                    4 => m,
+                    5 => _mm256_alignr_epi8::<4>(h, m),
+                    6 => _mm256_alignr_epi8::<8>(h, m),
+                    _ => _mm256_alignr_epi8::<12>(h, m),
+                }))
+            }
+        }
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+pub use avx2::{F32x8, F64x4};
+
+/// The `f64` lanes of this build: `F64x8` with AVX-512F, else `F64x4` with AVX2, else
+/// [`F64Array`].
 #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
 pub type F64 = F64x8;
-/// The `f64` lanes of this build: `F64x8` with AVX-512F, else [`F64Array`].
-#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+/// The `f64` lanes of this build: `F64x8` with AVX-512F, else `F64x4` with AVX2, else
+/// [`F64Array`].
+#[cfg(all(
+    target_arch = "x86_64",
+    target_feature = "avx2",
+    not(target_feature = "avx512f")
+))]
+pub type F64 = F64x4;
+/// The `f64` lanes of this build: `F64x8` with AVX-512F, else `F64x4` with AVX2, else
+/// [`F64Array`].
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
 pub type F64 = F64Array;
-/// The `f32` lanes of this build: [`F32x16`] with AVX-512F, else [`F32Array`].
+/// The `f32` lanes of this build: `F32x16` with AVX-512F, else `F32x8` with AVX2, else
+/// [`F32Array`].
 #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
 pub type F32 = F32x16;
-/// The `f32` lanes of this build: `F32x16` with AVX-512F, else [`F32Array`].
-#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+/// The `f32` lanes of this build: `F32x16` with AVX-512F, else `F32x8` with AVX2, else
+/// [`F32Array`].
+#[cfg(all(
+    target_arch = "x86_64",
+    target_feature = "avx2",
+    not(target_feature = "avx512f")
+))]
+pub type F32 = F32x8;
+/// The `f32` lanes of this build: `F32x16` with AVX-512F, else `F32x8` with AVX2, else
+/// [`F32Array`].
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
 pub type F32 = F32Array;
 
 #[cfg(test)]
@@ -414,6 +596,13 @@ mod tests {
     fn array_lanes_compute_what_scalars_do() {
         check::<F64Array>(&ramp::<f64>(3 * F64Array::N, 1), |v| v);
         check::<F32Array>(&ramp::<f32>(3 * F32Array::N, 1), f64::from);
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    #[test]
+    fn avx2_lanes_compute_what_scalars_do() {
+        check::<F64x4>(&ramp::<f64>(3 * F64x4::N, 1), |v| v);
+        check::<F32x8>(&ramp::<f32>(3 * F32x8::N, 1), f64::from);
     }
 
     #[test]
