@@ -23,6 +23,10 @@ pub struct Budget {
     pub max_trials: Option<usize>,
     /// Most wall-clock time spent (checked between trials).
     pub max_time: Option<Duration>,
+    /// Trials the time limit cannot cut short: a search whose first trials are slow (a
+    /// default schedule several times slower than the best) still measures this many points
+    /// before `max_time` may stop it. The trial limit and the bound stop still apply.
+    pub min_trials: usize,
     /// Stop as soon as a candidate is close enough to a known lower bound.
     pub bound: Option<Bound>,
 }
@@ -55,6 +59,14 @@ impl Budget {
     pub fn with_time(self, max_time: Duration) -> Budget {
         Budget {
             max_time: Some(max_time),
+            ..self
+        }
+    }
+
+    /// This budget with at least `n` trials before the time limit may stop the search.
+    pub fn with_min_trials(self, n: usize) -> Budget {
+        Budget {
+            min_trials: n,
             ..self
         }
     }
@@ -231,6 +243,7 @@ impl<'a> Search<'a> {
         }
         if self.stop.is_none()
             && let Some(limit) = self.budget.max_time
+            && self.trials >= self.budget.min_trials
             && self.start.elapsed() >= limit
         {
             self.stop = Some(StopReason::TimeBudget);

@@ -310,6 +310,28 @@ fn trial_budget_is_honoured_by_every_strategy() {
     }
 }
 
+/// A time limit spent by the first trial does not stop the search before its minimum: a
+/// slow default schedule is never the only point measured.
+#[test]
+fn time_budget_leaves_the_minimum_trials_to_every_strategy() {
+    for strategy in strategies() {
+        let mut source =
+            Simulated::new(legal_only(landscapes::noise(4))).with_delay(Duration::from_millis(5));
+        let budget = Budget::unlimited()
+            .with_time(Duration::from_millis(1))
+            .with_min_trials(4);
+        let outcome = run_checked(&strategy, &mut source, budget, None, 5);
+        assert_eq!(outcome.stop, StopReason::TimeBudget, "{strategy:?}");
+        assert_eq!(outcome.trials, 4, "{strategy:?}");
+        // Without the minimum the same search stops after its first trial.
+        let mut source =
+            Simulated::new(legal_only(landscapes::noise(4))).with_delay(Duration::from_millis(5));
+        let budget = Budget::unlimited().with_time(Duration::from_millis(1));
+        let outcome = run_checked(&strategy, &mut source, budget, None, 5);
+        assert_eq!(outcome.trials, 1, "{strategy:?}");
+    }
+}
+
 #[test]
 fn time_budget_is_honoured_by_every_strategy() {
     for strategy in strategies() {
