@@ -89,11 +89,11 @@ fn time<R>(repeats: usize, mut f: impl FnMut() -> R) -> Stats {
 /// two warm-up rounds; per implementation, in milliseconds. `copy`, when given, is timed in the
 /// same rounds and its statistics come last.
 ///
-/// Each round starts one implementation further on, so each follows every other about equally
-/// often: a run pays for what the run before it left in the cache (a plain-store baseline
-/// leaves the last-level cache full of dirty output lines, which cost the next run their
-/// write-back; Gradient's default schedule measured 32 ms after the baseline against 24 ms
-/// after the streaming schedule in the same run).
+/// Each round runs the implementations in a new pseudo-random order, so each follows every
+/// other about equally often: a run pays for what the run before it left in the cache (a
+/// plain-store baseline leaves the last-level cache full of dirty output lines, whose
+/// write-back the next run pays; in a fixed order Gradient's default schedule, always after
+/// the baseline, measured 32 ms against 24 ms for the same schedule after a streaming one).
 fn time_interleaved(
     repeats: usize,
     w: &mut Workload,
@@ -102,9 +102,17 @@ fn time_interleaved(
 ) -> Vec<Stats> {
     let n = imps.len() + usize::from(copy.is_some());
     let mut times = vec![Vec::with_capacity(repeats); n];
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
     for round in 0..repeats + 2 {
-        for step in 0..n {
-            let k = (round + step) % n;
+        // Fisher-Yates with an xorshift generator: the same orders in every run of the bench.
+        for i in (1..n).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(i, (seed % (i as u64 + 1)) as usize);
+        }
+        for &k in &order {
             let start = Instant::now();
             match imps.get(k) {
                 Some(imp) => {
