@@ -14,8 +14,10 @@
 //! time, then a second table with that call's trials and tuning time and the tuned time over
 //! the sweep's best and over the default, all measured in this run). Each figure is the median
 //! of `--repeats` runs (default 7) after two warm-up runs, with min-max; the implementations
-//! of a workload are timed interleaved (one run of each per round), so a slow spell of this
-//! shared machine hits them alike.
+//! of a workload are timed interleaved (one run of each per round, in a new random order
+//! each round, each timed run right after an untimed run of the same implementation), so a
+//! slow spell of this shared machine hits them alike and no run inherits another's cache
+//! state.
 //! Bandwidth is counted at the kernel's compulsory bytes per point (every input read once,
 //! every output written once) and compared with the non-temporal copy with the same threads,
 //! timed in the same interleaved rounds as the workload (the STREAM table at the top is the
@@ -89,11 +91,14 @@ fn time<R>(repeats: usize, mut f: impl FnMut() -> R) -> Stats {
 /// two warm-up rounds; per implementation, in milliseconds. `copy`, when given, is timed in the
 /// same rounds and its statistics come last.
 ///
-/// Each round runs the implementations in a new pseudo-random order, so each follows every
-/// other about equally often: a run pays for what the run before it left in the cache (a
-/// plain-store baseline leaves the last-level cache full of dirty output lines, whose
-/// write-back the next run pays; in a fixed order Gradient's default schedule, always after
-/// the baseline, measured 32 ms against 24 ms for the same schedule after a streaming one).
+/// A run pays for what the run before it left in the caches: a plain-store baseline leaves
+/// the last-level cache full of dirty output lines, whose write-back (and, for streaming
+/// stores, eviction) the next run pays. In a fixed order Gradient's default schedule, always
+/// after the baseline, measured 32 ms against 24 ms for the same schedule after a streaming
+/// one; in a shuffled order of 7 rounds the same schedule still measured 21.2 ms in one row
+/// and 28.3 ms in another. So each timed run follows an untimed run of the same
+/// implementation, as a sweep does in a time loop (the steady state the table reports),
+/// and each round runs the implementations in a new pseudo-random order.
 fn time_interleaved(
     repeats: usize,
     w: &mut Workload,
@@ -113,8 +118,7 @@ fn time_interleaved(
             order.swap(i, (seed % (i as u64 + 1)) as usize);
         }
         for &k in &order {
-            let start = Instant::now();
-            match imps.get(k) {
+            let mut run = || match imps.get(k) {
                 Some(imp) => {
                     std::hint::black_box(w.run(*imp));
                 }
@@ -123,7 +127,10 @@ fn time_interleaved(
                         c();
                     }
                 }
-            }
+            };
+            run(); // untimed: the cache state this implementation leaves itself
+            let start = Instant::now();
+            run();
             if round >= 2 {
                 times[k].push(start.elapsed().as_secs_f64() * 1e3);
             }
