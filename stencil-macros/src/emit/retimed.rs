@@ -339,6 +339,21 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
         stores_streaming.push(quote!(#value.stream(#output, x);));
         stores_plain.push(quote!(#value.store(#output, x);));
     }
+    let loop_storing = |stores: &[TokenStream]| {
+        quote! {
+            while at + 2 * L <= span {
+                let x = at - L;
+                #prefetch_step
+                #(#lookahead)*
+                #(#compute)*
+                #(#stores)*
+                #(#roll)*
+                at += L;
+            }
+        }
+    };
+    let streaming_loop = loop_storing(&stores_streaming);
+    let plain_loop = loop_storing(&stores_plain);
     let reach = Literal::usize_unsuffixed(reach);
     let first_output = &outputs[0];
     let function = quote! {
@@ -379,25 +394,9 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
                 // Two copies of the loop, so the store kind is not decided per vector.
                 let mut at = L;
                 if args.streaming() {
-                    while at + 2 * L <= span {
-                        let x = at - L;
-                        #prefetch_step
-                        #(#lookahead)*
-                        #(#compute)*
-                        #(#stores_streaming)*
-                        #(#roll)*
-                        at += L;
-                    }
+                    #streaming_loop
                 } else {
-                    while at + 2 * L <= span {
-                        let x = at - L;
-                        #prefetch_step
-                        #(#lookahead)*
-                        #(#compute)*
-                        #(#stores_plain)*
-                        #(#roll)*
-                        at += L;
-                    }
+                    #plain_loop
                 }
             }
             if head > 0 || end < n {
