@@ -54,16 +54,10 @@ unsafe impl<T: Element> Send for AlignedBuffer<T> {}
 unsafe impl<T: Element> Sync for AlignedBuffer<T> {}
 
 impl<T: Element> AlignedBuffer<T> {
-    /// The allocation layout for `len` elements.
-    ///
-    /// # Panics
-    /// If the size overflows `isize` (callers have checked it through `Geometry::new`).
-    fn layout(len: usize) -> Layout {
-        let bytes = len
-            .checked_mul(size_of::<T>())
-            .expect("grid storage size overflows (Geometry::new should have refused it)");
-        Layout::from_size_align(bytes, ALIGN_BYTES)
-            .expect("grid storage size overflows (Geometry::new should have refused it)")
+    /// The allocation layout for `len` elements; `None` when its byte size overflows `isize`.
+    fn layout(len: usize) -> Option<Layout> {
+        let bytes = len.checked_mul(size_of::<T>())?;
+        Layout::from_size_align(bytes, ALIGN_BYTES).ok()
     }
 
     /// `len` zeros, in untouched (lazily zeroed) memory where the allocator allows.
@@ -73,7 +67,11 @@ impl<T: Element> AlignedBuffer<T> {
     /// [`alloc::handle_alloc_error`] when the allocation fails (as `Vec` does; constructors
     /// that can report failure use [`try_zeroed`](Self::try_zeroed)).
     pub(crate) fn zeroed(len: usize) -> Self {
-        Self::try_zeroed(len).unwrap_or_else(|| alloc::handle_alloc_error(Self::layout(len)))
+        Self::try_zeroed(len).unwrap_or_else(|| {
+            let layout = Self::layout(len)
+                .expect("grid storage size overflows (Geometry::new should have refused it)");
+            alloc::handle_alloc_error(layout)
+        })
     }
 
     /// As [`zeroed`](Self::zeroed), but `None` when the allocator has no memory for it or
@@ -85,10 +83,7 @@ impl<T: Element> AlignedBuffer<T> {
         assert!(len > 0, "grid storage is never empty");
         let offset = Self::stagger(len);
         // The stagger's few more bytes may overflow where `len` alone did not: no memory.
-        let layout = len
-            .checked_add(offset)?
-            .checked_mul(size_of::<T>())
-            .and_then(|bytes| Layout::from_size_align(bytes, ALIGN_BYTES).ok())?;
+        let layout = Self::layout(len.checked_add(offset)?)?;
         // SAFETY: `layout` has a non-zero size (len > 0, size_of::<T>() > 0).
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let raw = NonNull::new(raw.cast::<T>())?;
@@ -142,10 +137,9 @@ impl<T: Element> Drop for AlignedBuffer<T> {
         // (`offset + len` elements) and is freed only here, once.
         unsafe {
             let raw = self.ptr.sub(self.offset);
-            alloc::dealloc(
-                raw.as_ptr().cast::<u8>(),
-                Self::layout(self.len + self.offset),
-            )
+            let layout = Self::layout(self.len + self.offset)
+                .expect("the layout this buffer was allocated with");
+            alloc::dealloc(raw.as_ptr().cast::<u8>(), layout)
         }
     }
 }
