@@ -164,6 +164,15 @@ pub struct Retimed {
     pub n_terms: usize,
 }
 
+/// One combination of a [`Retimed`] value (see [`Retimed::combinations`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Combination {
+    /// Its `(class, group)` terms, sorted: `sum of sign_class * coefficient_class * S_group`.
+    pub terms: Vec<(usize, usize)>,
+    /// The unit-stride displacements it is used at, ascending.
+    pub displacements: Vec<i32>,
+}
+
 impl Retimed {
     /// The retimed form of `value` in `kernel`, if the value is linear.
     pub fn of(kernel: &Kernel, value: ExprId) -> Option<Retimed> {
@@ -225,6 +234,46 @@ impl Retimed {
     /// Loads per point of the retimed form (one per group member).
     pub fn n_loads(&self) -> usize {
         self.groups.iter().map(Vec::len).sum()
+    }
+
+    /// The value regrouped by unit-stride displacement: `value(x) = sum over dx of
+    /// Q_dx(x + dx)`, where `Q_dx = sum of sign_c * coefficient_c * S_g` over the uses
+    /// `(g, dx)` of every class `c`. Shifting is linear, so one lane shift of `Q_dx` replaces
+    /// one per partial sum used at `dx`. Displacements whose combinations are equal, as `-1`
+    /// and `+1` of a symmetric stencil, share one entry; entries are in order of their first
+    /// displacement.
+    pub fn combinations(&self) -> Vec<Combination> {
+        let mut displacements: Vec<i32> = self
+            .classes
+            .iter()
+            .flat_map(|c| c.uses.iter().map(|&(_, dx)| dx))
+            .collect();
+        displacements.sort_unstable();
+        displacements.dedup();
+        let mut combinations: Vec<Combination> = Vec::new();
+        for dx in displacements {
+            let mut terms: Vec<(usize, usize)> = self
+                .classes
+                .iter()
+                .enumerate()
+                .flat_map(|(c, class)| {
+                    class
+                        .uses
+                        .iter()
+                        .filter(move |&&(_, d)| d == dx)
+                        .map(move |&(g, _)| (c, g))
+                })
+                .collect();
+            terms.sort_unstable();
+            match combinations.iter_mut().find(|c| c.terms == terms) {
+                Some(c) => c.displacements.push(dx),
+                None => combinations.push(Combination {
+                    terms,
+                    displacements: vec![dx],
+                }),
+            }
+        }
+        combinations
     }
 
     /// Whether following this form pays: it loads at most a third of what the plain form
@@ -295,6 +344,19 @@ mod tests {
         let uses: Vec<usize> = r.classes.iter().map(|c| c.uses.len()).collect();
         assert_eq!(uses, [1, 3, 3, 2]);
         assert!(r.pays());
+        // Regrouped by displacement: the centre combination (classes 0-2 over the three
+        // groups) and one shared by dx = -1 and +1 (classes 1-3): two lane shifts, not six.
+        let q = r.combinations();
+        assert_eq!(q.len(), 2);
+        assert_eq!(
+            q.iter()
+                .map(|c| c.displacements.clone())
+                .collect::<Vec<_>>(),
+            [vec![-1, 1], vec![0]]
+        );
+        assert!(q.iter().all(|c| c.terms.len() == 3));
+        let classes = |k: usize| q[k].terms.iter().map(|&(c, _)| c).collect::<Vec<_>>();
+        assert_eq!((classes(0), classes(1)), (vec![1, 2, 3], vec![0, 1, 2]));
         // Every group lies in the plane dx = 0 and has 1 or 4 members.
         for g in &r.groups {
             assert!(g.iter().all(|(_, o)| o.get(2) == 0));
