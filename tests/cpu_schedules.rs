@@ -2,7 +2,8 @@
 //! `ScheduleSpace` (for the running machine and for described machines with other caches,
 //! vector widths and NUMA nodes), plus one-thread, generic-path, streaming and odd-block
 //! variants, on tiny, prime and non-dividing shapes, through `verify_with` (random grids, NaN
-//! poisoned outputs, every output compared with `interp::run`).
+//! poisoned outputs, every output compared with `interp::run`), and a check that the retimed
+//! loop runs where it pays.
 
 use stencil::kernels::{jacobi27, jacobi27_f32};
 use stencil::prelude::*;
@@ -225,4 +226,69 @@ fn every_store_mode_gives_the_same_result() {
     assert!(results[0].iter().all(|v| v.is_finite()));
     assert_eq!(results[0], results[1]);
     assert_eq!(results[0], results[2]);
+}
+
+/// Which loop ran shows in the last bits: the plain point loop evaluates a kernel's sums in
+/// the interpreter's order, bit for bit, while the retimed loop reassociates them. So on
+/// random data the 27-point stencil (whose partial sums pay) must agree with the interpreter
+/// to rounding but not everywhere bit for bit, and the 7-point stencil (no retimed form) bit
+/// for bit: a retimed loop that declined every row, leaving it to the plain loop, fails here.
+#[test]
+fn the_retimed_loop_runs_where_it_pays() {
+    use stencil::__private::lanes::{F64, Lanes};
+    use stencil_core::interp;
+    if !F64::FAST_SHIFTS {
+        println!("SKIP: this build has no single-instruction lane shifts (no AVX2)");
+        return;
+    }
+    let shape = [6, 9, 70];
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut u = Grid3::<f64>::with_halo(shape, 1).unwrap();
+    u.fill_with(|_| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    });
+    let backend = CpuBackend::new(2).unwrap();
+    let params = [0.4, 0.15, 0.07, -0.03];
+    for (stencil, retimed) in [(jacobi27::stencil(), true), (seven_point::stencil(), false)] {
+        let kernel = stencil.kernel();
+        let params = &params[..kernel.params.len()];
+        let mut expected = Grid3::<f64>::with_halo(shape, 1).unwrap();
+        interp::run(kernel, &[u.view()], &mut [expected.view_mut()], params);
+        for stores in [CpuStores::Plain, CpuStores::Streaming] {
+            let mut out = Grid3::<f64>::with_halo(shape, 1).unwrap();
+            out.fill(f64::NAN);
+            let schedule = Schedule::Cpu(CpuSchedule {
+                stores,
+                ..CpuSchedule::default()
+            });
+            let mut job = Job::new(
+                stencil,
+                vec![u.view()],
+                vec![out.view_mut()],
+                params.to_vec(),
+            )
+            .unwrap();
+            backend.run(&mut job, &schedule).unwrap();
+            drop(job);
+            let pairs: Vec<(f64, f64)> = out
+                .interior_iter()
+                .zip(expected.interior_iter())
+                .map(|((_, got), (_, want))| (got, want))
+                .collect();
+            assert!(pairs.iter().all(|&(got, want)| (got - want).abs() <= 1e-14));
+            let differing = pairs.iter().filter(|&&(got, want)| got != want).count();
+            if retimed {
+                assert!(
+                    differing > pairs.len() / 10,
+                    "{differing} of {}",
+                    pairs.len()
+                );
+            } else {
+                assert_eq!(differing, 0);
+            }
+        }
+    }
 }
