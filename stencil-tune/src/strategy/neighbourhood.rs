@@ -1,6 +1,9 @@
 //! Model-ordered neighbourhood search: start from the model's best guess, move one dimension
 //! at a time to the fastest neighbour (steepest descent), restart from the next-best unvisited
-//! guess (or a random point) at a local optimum.
+//! guess (or a random point) at a local optimum. A start that yields no time (abandoned as
+//! clearly slower than the best, or failed) hands its descent to the best point measured so
+//! far, once per point: a model that ranks poorly (it cannot tell most optimisation switches
+//! apart) then still leaves a descent from the baseline the caller measured first.
 //!
 //! Neighbours of a point change one dimension: a numeric dimension moves up to `max_step`
 //! indices either way (values are sorted, so these are the nearest values), a categorical one
@@ -45,6 +48,7 @@ pub fn neighbourhood(search: &mut Search<'_>, config: &NeighbourhoodConfig, seed
     let mut rng = Rng::new(seed);
     let ranked = ranked_candidates(search, &mut rng, RANK_ENUMERATE_LIMIT, RANK_SAMPLES);
     let mut ranked_next = 0usize;
+    let mut descended: Vec<Vec<usize>> = Vec::new();
     for descent in 0..=config.restarts {
         if search.is_stopped() {
             return;
@@ -66,7 +70,7 @@ pub fn neighbourhood(search: &mut Search<'_>, config: &NeighbourhoodConfig, seed
         let Some(start) = start else {
             return; // nothing legal left to start from
         };
-        descend(search, start, config.max_step);
+        descend(search, start, config.max_step, &mut descended);
     }
 }
 
@@ -77,12 +81,25 @@ fn fresh_random_point(search: &Search<'_>, rng: &mut Rng) -> Option<Vec<usize>> 
         .find(|p| !search.is_visited(p))
 }
 
-/// Steepest descent from `start` until no neighbour is faster or the search stops.
-fn descend(search: &mut Search<'_>, start: Vec<usize>, max_step: usize) {
-    let Some(mut current_time) = search.evaluate(&start) else {
-        return;
+/// Steepest descent from `start` until no neighbour is faster or the search stops; from the
+/// best point so far instead when `start` gives no time and no descent left from that point
+/// yet. `descended` holds the points descents started from.
+fn descend(
+    search: &mut Search<'_>,
+    start: Vec<usize>,
+    max_step: usize,
+    descended: &mut Vec<Vec<usize>>,
+) {
+    let (mut current, mut current_time) = match search.evaluate(&start) {
+        Some(time) => (start, time),
+        None => match search.best() {
+            Some(best) if !descended.contains(&best.point) => {
+                (best.point.clone(), best.trial.seconds)
+            }
+            _ => return,
+        },
     };
-    let mut current = start;
+    descended.push(current.clone());
     loop {
         let mut neighbours = neighbours_of(search, &current, max_step);
         if search.model().is_some() {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use stencil_core::schedule::{DimValue, SearchSpace};
 
 use super::*;
-use crate::measure::Measure;
+use crate::measure::{Measure, Trial};
 use crate::search::{Budget, Outcome, StopReason};
 use crate::simulated::{Simulated, landscapes, replay};
 
@@ -485,4 +485,54 @@ fn illegal_points_are_never_measured_or_returned() {
             assert_eq!(best.point[0], best.point[1], "{strategy:?}");
         }
     }
+}
+
+/// A simulated source that abandons, as the timing harness does, every point clearly slower
+/// (by more than 1/0.8) than the best time so far: it yields no time for them.
+struct Abandoning<F>(Simulated<F>);
+
+impl<F: Fn(&[usize]) -> Option<f64>> Measure for Abandoning<F> {
+    fn is_legal(&self, point: &[usize]) -> bool {
+        self.0.is_legal(point)
+    }
+
+    fn measure(&mut self, point: &[usize], best_so_far: Option<f64>) -> Option<Trial> {
+        let trial = self.0.measure(point, best_so_far)?;
+        match best_so_far {
+            Some(best) if trial.seconds * 0.8 > best => None,
+            _ => Some(trial),
+        }
+    }
+}
+
+/// Regression: a model that ranks the far corner of the space first (it cannot tell the
+/// optimisation switches apart) made every descent start at a point the harness abandoned,
+/// and the search ended after its restarts without one move. The failed starts now hand their
+/// descent to the best point measured, the baseline, which leads to the optimum.
+#[test]
+fn abandoned_starts_descend_from_the_baseline() {
+    let centre = vec![6, 9, 3, 1];
+    let baseline = vec![5, 8, 3, 1];
+    let far_first = |p: &[usize]| -> f64 { p.iter().map(|&x| x as f64).sum() };
+    let space = space();
+    let mut source = Abandoning(Simulated::new(legal_only(landscapes::bowl(
+        centre.clone(),
+        0.5,
+    ))));
+    let outcome = {
+        let mut search = Search::new(&space, &mut source, Budget::trials(60))
+            .with_model(&far_first, f64::INFINITY);
+        assert!(search.evaluate(&baseline).is_some());
+        run(
+            &Strategy::Neighbourhood(NeighbourhoodConfig {
+                restarts: 4,
+                ..NeighbourhoodConfig::default()
+            }),
+            &mut search,
+            3,
+        );
+        search.finish()
+    };
+    let best = outcome.best.expect("best");
+    assert_eq!(best.point, centre, "after {} trials", outcome.trials);
 }
