@@ -1,7 +1,7 @@
 //! The CPU backend's schedule space against the reference interpreter: schedules sampled from
 //! `ScheduleSpace` (for the running machine and for described machines with other caches,
-//! vector widths and NUMA nodes), plus one-thread, generic-path, streaming and odd-block
-//! variants, on tiny, prime and non-dividing shapes, through `verify_with` (random grids, NaN
+//! vector widths and NUMA nodes), plus one-thread, generic-path, streaming, odd-block and
+//! register-block variants, on tiny, prime and non-dividing shapes, through `verify_with` (random grids, NaN
 //! poisoned outputs, every output compared with `interp::run`), and a check that the retimed
 //! loop runs where it pays.
 
@@ -110,7 +110,8 @@ impl SpaceSample {
                 }
             }
         }
-        // Variants outside the space: one thread, the generic path, odd blocks.
+        // Variants outside the space: one thread, the generic path, odd blocks, register
+        // blocks of every jammed count and one without a jammed loop.
         let base = all.clone();
         for (k, s) in base.iter().enumerate().step_by(3) {
             all.push(CpuSchedule {
@@ -120,8 +121,19 @@ impl SpaceSample {
                 stores: [CpuStores::Streaming, CpuStores::Auto, CpuStores::Plain][k % 3],
                 prefetch: k % 3,
                 chunk: k % 4,
+                register_rows: [2, 4, 3, 1][(k / 6) % 4],
                 ..*s
             });
+        }
+        // A guard: the sample jams rows through the generated loops, not only the generic path.
+        if shape.len() >= 2 {
+            for rows in [2, 4] {
+                assert!(
+                    all.iter()
+                        .any(|s| s.register_rows == rows && !s.force_generic),
+                    "no schedule of {rows} register rows for {shape:?}"
+                );
+            }
         }
         all
     }

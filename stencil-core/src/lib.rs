@@ -38,7 +38,7 @@ pub use ir::{
     MAX_RADIUS, Offset, Param, ParamId, Role, Stmt, UnaryOp,
 };
 pub use schedule::{
-    CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, Schedule, TuningSpace,
+    CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule, TuningSpace,
 };
 pub use stencil::Stencil;
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};

@@ -7,6 +7,12 @@
 //! kernel reads, a slice of exactly `len` elements and runs a plain indexed loop over them,
 //! which LLVM vectorises without bounds checks.
 //!
+//! A backend may hand over several adjacent rows at once (a register block across rows,
+//! [`RowArgs::rows`]): rows `0..rows` along one dimension of the grids, the first at the
+//! inputs' starts, with `rows` output slices per output field. Generated code computes them
+//! together where it has a jammed loop for that count (each input value shared by the rows
+//! loaded once), and one after another through [`RowArgs::nth_row`] where it has not.
+//!
 //! Everything here is safe code: input slices are bounds-checked once per row against the
 //! input's whole storage, so a backend that gets the geometry wrong panics instead of reading
 //! out of bounds.
@@ -32,10 +38,17 @@ pub struct RowArgs<'a, T> {
     params: &'a [T],
     streaming: bool,
     prefetch: usize,
+    /// Rows handed over together (at least 1).
+    rows: usize,
+    /// The dimension the rows are adjacent along.
+    row_dim: usize,
+    /// Rows the inputs' starts are displaced by along `row_dim` (see `nth_row`).
+    row_shift: usize,
 }
 
-/// A CPU specialisation of a kernel's point loop over one row: reads `args`, writes every
-/// output slice (one per output field, in declaration order, each of length `args.len()`).
+/// A CPU specialisation of a kernel's point loop over rows: reads `args`, writes every output
+/// slice, each of length `args.len()`: for row `r` of `args.rows()` and output field `k` (in
+/// declaration order) of `n`, slice `r * n + k`.
 pub type RowFn<T> = fn(args: &RowArgs<'_, T>, outputs: &mut [&mut [T]]);
 
 impl<'a, T: Copy> RowArgs<'a, T> {
@@ -48,7 +61,50 @@ impl<'a, T: Copy> RowArgs<'a, T> {
             params,
             streaming: false,
             prefetch: 0,
+            rows: 1,
+            row_dim: 0,
+            row_shift: 0,
         }
+    }
+
+    /// These arguments for `rows` adjacent rows along dimension `dim` (the row given by the
+    /// inputs' starts and the `rows - 1` after it), so the caller passes `rows` output slices
+    /// per output field. 0 counts as 1.
+    #[inline]
+    pub fn with_rows(mut self, rows: usize, dim: usize) -> Self {
+        self.rows = rows.max(1);
+        self.row_dim = dim;
+        self
+    }
+
+    /// Number of adjacent rows handed over together (see [`with_rows`](Self::with_rows)).
+    #[inline(always)]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The arguments of row `r` alone (`r < rows()`): one row, its inputs displaced `r` rows
+    /// along the rows' dimension.
+    #[inline(always)]
+    pub fn nth_row(&self, r: usize) -> Self {
+        debug_assert!(r < self.rows, "row {r} of {}", self.rows);
+        RowArgs {
+            rows: 1,
+            row_shift: self.row_shift + r,
+            ..*self
+        }
+    }
+
+    /// Storage index of `input`'s row start, displaced by `offset` and this row's shift.
+    #[inline(always)]
+    fn displaced(&self, input: usize, offset: [isize; MAX_DIMS]) -> (&RowInput<'a, T>, isize) {
+        let row = &self.inputs[input];
+        let mut start = row.start as isize;
+        for (o, s) in offset.iter().zip(row.strides) {
+            start += o * s as isize;
+        }
+        start += (self.row_shift * row.strides[self.row_dim]) as isize;
+        (row, start)
     }
 
     /// These arguments, asking the row function to write its outputs with streaming
@@ -103,13 +159,29 @@ impl<'a, T: Copy> RowArgs<'a, T> {
     /// [`Job::new`](crate::Job::new) rules it out for valid calls).
     #[inline(always)]
     pub fn input(&self, input: usize, offset: [isize; MAX_DIMS]) -> &'a [T] {
-        let row = &self.inputs[input];
-        let mut start = row.start as isize;
-        for (o, s) in offset.iter().zip(row.strides) {
-            start += o * s as isize;
-        }
+        let (row, start) = self.displaced(input, offset);
         let start = usize::try_from(start).expect("row starts before the grid's storage");
         &row.data[start..start + self.len]
+    }
+
+    /// `len` elements of input number `input` starting `start` points (possibly negative)
+    /// from the row's first point displaced by `offset`: the window of one input row a
+    /// generated loop reads at several unit-stride offsets (`start` the least of them, `len`
+    /// the row's length plus their spread).
+    ///
+    /// # Panics
+    /// If the span leaves the input's storage (a backend bug, as for [`input`](Self::input)).
+    #[inline(always)]
+    pub fn span(
+        &self,
+        input: usize,
+        offset: [isize; MAX_DIMS],
+        start: isize,
+        len: usize,
+    ) -> &'a [T] {
+        let (row, from) = self.displaced(input, offset);
+        let from = usize::try_from(from + start).expect("span starts before the grid's storage");
+        &row.data[from..from + len]
     }
 
     /// `len` elements of input number `input` starting `start` points (possibly negative)
@@ -124,12 +196,8 @@ impl<'a, T: Copy> RowArgs<'a, T> {
         start: isize,
         len: usize,
     ) -> Option<&'a [T]> {
-        let row = &self.inputs[input];
-        let mut from = row.start as isize + start;
-        for (o, s) in offset.iter().zip(row.strides) {
-            from += o * s as isize;
-        }
-        let from = usize::try_from(from).ok()?;
+        let (row, from) = self.displaced(input, offset);
+        let from = usize::try_from(from + start).ok()?;
         row.data.get(from..from.checked_add(len)?)
     }
 

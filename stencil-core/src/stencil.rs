@@ -19,6 +19,8 @@ pub struct Stencil<T: Element> {
     kernel: Arc<Kernel>,
     hash: KernelHash,
     cpu_rows: Option<RowFn<T>>,
+    /// Whether `cpu_rows` takes several adjacent rows per call (`RowArgs::rows`).
+    row_blocks: bool,
     _elem: PhantomData<fn() -> T>,
 }
 
@@ -28,6 +30,7 @@ impl<T: Element> Clone for Stencil<T> {
             kernel: Arc::clone(&self.kernel),
             hash: self.hash,
             cpu_rows: self.cpu_rows,
+            row_blocks: self.row_blocks,
             _elem: PhantomData,
         }
     }
@@ -50,20 +53,30 @@ impl<T: Element> Stencil<T> {
     /// [`ErrorKind::InvalidKernel`] if the kernel fails verification;
     /// [`ErrorKind::ElementTypeMismatch`] if its element type is not `T`.
     pub fn new(kernel: Kernel) -> Result<Self> {
-        Self::build(kernel, None)
+        Self::build(kernel, None, false)
     }
 
-    /// Wraps a kernel together with its generated CPU point loop. Called by the code the
-    /// `stencil!` macro emits; `rows` must implement exactly `kernel` (the macro generates both
-    /// from the same IR).
+    /// Wraps a kernel together with a CPU point loop that computes one row per call
+    /// (`args.rows()` is always 1 for it); `rows` must implement exactly `kernel`.
     ///
     /// # Errors
     /// As [`Stencil::new`].
     pub fn with_cpu_rows(kernel: Kernel, rows: RowFn<T>) -> Result<Self> {
-        Self::build(kernel, Some(rows))
+        Self::build(kernel, Some(rows), false)
     }
 
-    fn build(kernel: Kernel, cpu_rows: Option<RowFn<T>>) -> Result<Self> {
+    /// Wraps a kernel together with a CPU point loop that computes `args.rows()` adjacent rows
+    /// per call (a register block; see [`crate::row`]), as the code the `stencil!` macro emits
+    /// does; `rows` must implement exactly `kernel` (the macro generates both from the same
+    /// IR).
+    ///
+    /// # Errors
+    /// As [`Stencil::new`].
+    pub fn with_cpu_row_blocks(kernel: Kernel, rows: RowFn<T>) -> Result<Self> {
+        Self::build(kernel, Some(rows), true)
+    }
+
+    fn build(kernel: Kernel, cpu_rows: Option<RowFn<T>>, row_blocks: bool) -> Result<Self> {
         verify(&kernel)?;
         if kernel.elem() != T::ELEM {
             return Err(Error::new(
@@ -80,6 +93,7 @@ impl<T: Element> Stencil<T> {
             hash: structural_hash(&kernel),
             kernel: Arc::new(kernel),
             cpu_rows,
+            row_blocks: row_blocks && cpu_rows.is_some(),
             _elem: PhantomData,
         })
     }
@@ -99,6 +113,13 @@ impl<T: Element> Stencil<T> {
         self.cpu_rows
     }
 
+    /// Whether [`cpu_rows`](Self::cpu_rows) computes several adjacent rows per call (built
+    /// with [`with_cpu_row_blocks`](Self::with_cpu_row_blocks)); a backend hands a point loop
+    /// without them one row at a time.
+    pub fn cpu_row_blocks(&self) -> bool {
+        self.row_blocks
+    }
+
     /// The same kernel without its generated point loop (forces generic paths; for tests and
     /// for comparing the two).
     pub fn without_cpu_rows(&self) -> Self {
@@ -106,6 +127,7 @@ impl<T: Element> Stencil<T> {
             kernel: Arc::clone(&self.kernel),
             hash: self.hash,
             cpu_rows: None,
+            row_blocks: false,
             _elem: PhantomData,
         }
     }

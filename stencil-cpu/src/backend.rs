@@ -148,7 +148,13 @@ impl<T: Element> Backend<T> for CpuBackend {
         let stencil = job.stencil();
         let output_bytes =
             job.shape().iter().product::<usize>() * std::mem::size_of::<T>() * job.outputs().len();
-        let plan = schedules::plan(&schedule, job.shape(), self.threads(), output_bytes);
+        let plan = schedules::plan(
+            &schedule,
+            job.shape(),
+            std::mem::size_of::<T>(),
+            self.threads(),
+            output_bytes,
+        );
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         let rows = stencil.cpu_rows().filter(|_| !schedule.force_generic);
         let kernel = stencil.kernel();
@@ -160,8 +166,13 @@ impl<T: Element> Backend<T> for CpuBackend {
             .collect::<Result<Vec<_>>>()?;
         match rows {
             Some(rows) => {
+                let mut row_plan = plan.rows;
+                if !stencil.cpu_row_blocks() {
+                    // A point loop of one row per call.
+                    row_plan.register_rows = 1;
+                }
                 let run =
-                    SpecialisedRun::new(rows, plan.tiling, inputs, &outputs, params, plan.rows);
+                    SpecialisedRun::new(rows, plan.tiling, inputs, &outputs, params, row_plan);
                 self.execute(partition, || run.scratch(), |s, t| run.run_tile(s, t));
             }
             None => {

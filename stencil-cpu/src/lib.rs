@@ -4,9 +4,10 @@
 //! `f32` and `f64`. A run cuts the interior into the tiles of a [`stencil_core::CpuSchedule`]
 //! (module `tiling`), spreads them over the pool (`backend`), and walks each tile row by row:
 //! a row is a run of points along the unit-stride dimension. Rows go either to the point loop
-//! `stencil!` generated ([`stencil_core::row::RowFn`], module `specialised`) or, for kernels
+//! `stencil!` generated ([`stencil_core::row::RowFn`], module `specialised`; several adjacent
+//! rows per call under a register block, which the generated loop jams) or, for kernels
 //! built at run time and `force_generic` schedules, to a row-vectorised IR evaluator
-//! (`generic`). Both write interior points only, and nothing else.
+//! (`generic`, one row at a time). Both write interior points only, and nothing else.
 //!
 //! The schedule space ([`ScheduleSpace`]) is derived from the machine's described
 //! capabilities ([`Machine`]: cores, caches and NUMA nodes from sysfs, vector width by run-time
@@ -38,7 +39,9 @@ mod tiling;
 pub use machine::{Machine, Topology, cpu_fingerprint};
 pub use partition::Partition;
 pub use pool::{CpuBackend, THREADS_ENV};
-pub use schedules::{AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, MIN_1D_CHUNK};
+pub use schedules::{
+    AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, LONG_ROW_REGISTER_ROWS, MIN_1D_CHUNK,
+};
 pub use space::ScheduleSpace;
 pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS};
 pub use streaming::{LINE_BYTES, StreamWidth, stream_line};

@@ -12,17 +12,21 @@
 //! - chunks of core blocks dealt to threads ([`CpuSchedule::chunk`]): one contiguous range per
 //!   thread (0), or single blocks round-robin (1);
 //! - thread blocks: one thread per core here (no SMT), so a thread block is its core block;
-//! - register / unit-stride blocks ([`CpuSchedule::row_block`]): the whole row, or 512 points
-//!   for rows longer than 1024 (unroll-and-jam across rows is not in the space: the generated
-//!   point loop is one row wide, and LLVM unrolls it along the row);
+//! - unit-stride blocks ([`CpuSchedule::row_block`]): the whole row, or 512 points for rows
+//!   longer than 1024;
+//! - register blocks across rows ([`CpuSchedule::register_rows`], Datta's `RY`): 1 and every
+//!   count the generated point loops jam ([`JAMMED_ROWS`]), for kernels of two dimensions or more whose loop is not retimed (the retimed
+//!   loop and the generic path compute rows one at a time, so more would only repeat
+//!   schedules). `RX` is the vector width times LLVM's unroll along the row, and `RZ` is 1;
 //! - stores ([`CpuSchedule::stores`]): plain, and streaming where the machine has them;
-//! - software prefetch ([`CpuSchedule::prefetch`]): none or 2 rows ahead.
+//! - software prefetch ([`CpuSchedule::prefetch`]): none, 2 or 4 rows ahead.
 //!
 //! The space excludes `force_generic` (a fallback, not a speed option) and the thread count
 //! (a property of the backend's pool).
 
+use stencil_core::passes::linear::retimed_stores;
 use stencil_core::schedule::{DimValue, SearchSpace, TuningSpace};
-use stencil_core::{CpuSchedule, CpuStores, Kernel, MAX_DIMS, Schedule, analysis};
+use stencil_core::{CpuSchedule, CpuStores, JAMMED_ROWS, Kernel, MAX_DIMS, Schedule, analysis};
 
 use crate::machine::Machine;
 use crate::streaming::StreamWidth;
@@ -34,6 +38,7 @@ pub struct ScheduleSpace {
     tiles: Vec<[usize; MAX_DIMS]>,
     chunks: Vec<usize>,
     row_blocks: Vec<usize>,
+    register_rows: Vec<usize>,
     stores: Vec<CpuStores>,
     prefetch: Vec<usize>,
     /// What the default schedule's `Auto` stores become for this kernel and shape.
@@ -135,6 +140,11 @@ impl ScheduleSpace {
         if row > 1024 && 512 >= 32 * vector_elems {
             row_blocks.push(512);
         }
+        // Register blocks across rows: adjacent rows of the second-innermost dimension.
+        let mut register_rows = vec![1];
+        if n_dims >= 2 && retimed_stores(kernel).is_none() {
+            register_rows.extend(JAMMED_ROWS);
+        }
         let mut stores = vec![CpuStores::Plain];
         if machine.vector != StreamWidth::None {
             stores.push(CpuStores::Streaming);
@@ -152,8 +162,9 @@ impl ScheduleSpace {
             tiles,
             chunks: if workers > 1 { vec![0, 1] } else { vec![0] },
             row_blocks,
+            register_rows,
             stores,
-            prefetch: vec![0, 2],
+            prefetch: vec![0, 2, 4],
             auto_stores,
         }
     }
@@ -163,6 +174,7 @@ impl ScheduleSpace {
         self.tiles.len()
             * self.chunks.len()
             * self.row_blocks.len()
+            * self.register_rows.len()
             * self.stores.len()
             * self.prefetch.len()
     }
@@ -186,6 +198,7 @@ impl ScheduleSpace {
         };
         let prefetch = self.prefetch[pick(self.prefetch.len())];
         let stores = self.stores[pick(self.stores.len())];
+        let register_rows = self.register_rows[pick(self.register_rows.len())];
         let row_block = self.row_blocks[pick(self.row_blocks.len())];
         let chunk = self.chunks[pick(self.chunks.len())];
         let tile = self.tiles[pick(self.tiles.len())];
@@ -195,6 +208,7 @@ impl ScheduleSpace {
             force_generic: false,
             chunk,
             row_block,
+            register_rows,
             stores,
             prefetch,
         }
@@ -209,7 +223,8 @@ impl ScheduleSpace {
     /// extents along it (`block_z`, `block_y`, `block_x` in 3-D; the whole axis is its extent,
     /// so index neighbours are size neighbours; only combinations this space lists are
     /// legal), then `chunk` (`contiguous` or `round-robin`), `row_block` (0 = the whole row),
-    /// `stores` (`plain` or `streaming`) and `prefetch` (rows ahead). The default point is
+    /// `register_rows` (rows per register block), `stores` (`plain` or `streaming`) and
+    /// `prefetch` (rows ahead). The default point is
     /// the backend's default schedule, its `Auto` stores spelled out as what they become for
     /// this kernel and shape on `machine` (so the tuner's baseline is what the default runs);
     /// blocks should fit in `cache_bytes` per thread (the
@@ -254,6 +269,10 @@ impl ScheduleSpace {
                     .collect(),
             )
             .with_ints("row_block", self.row_blocks.iter().map(|&r| r as i64))
+            .with_ints(
+                "register_rows",
+                self.register_rows.iter().map(|&r| r as i64),
+            )
             .with(
                 "stores",
                 self.stores
@@ -277,8 +296,9 @@ impl ScheduleSpace {
                 force_generic: false,
                 chunk: this.chunks[rest[0]],
                 row_block: this.row_blocks[rest[1]],
-                stores: this.stores[rest[2]],
-                prefetch: this.prefetch[rest[3]],
+                register_rows: this.register_rows[rest[2]],
+                stores: this.stores[rest[3]],
+                prefetch: this.prefetch[rest[4]],
             }))
         };
         let default = crate::schedules::default_schedule(&self.shape, workers);
@@ -291,6 +311,20 @@ impl ScheduleSpace {
             .chain([
                 self.chunks.iter().position(|&c| c == default.chunk),
                 self.row_blocks.iter().position(|&r| r == default.row_block),
+                // Where only one row at a time is listed, every count runs that way.
+                self.register_rows
+                    .iter()
+                    .position(|&r| {
+                        r == match default.register_rows {
+                            0 => crate::schedules::default_register_rows(
+                                self.shape[n_dims - 1],
+                                elem_bytes,
+                                machine.l1_bytes,
+                            ),
+                            n => n,
+                        }
+                    })
+                    .or((self.register_rows.len() == 1).then_some(0)),
                 self.stores.iter().position(|&s| s == self.auto_stores),
                 self.prefetch.iter().position(|&p| p == default.prefetch),
             ])
@@ -320,6 +354,7 @@ impl ScheduleSpace {
             && self.tiles.contains(&schedule.tile)
             && self.chunks.contains(&schedule.chunk)
             && self.row_blocks.contains(&schedule.row_block)
+            && self.register_rows.contains(&schedule.register_rows)
             && self.stores.contains(&schedule.stores)
             && self.prefetch.contains(&schedule.prefetch)
     }

@@ -116,3 +116,55 @@ fn a_thread_limit_below_the_pool_size_is_respected() {
         );
     }
 }
+
+/// Row counts [`block_rows`] was called with.
+static BLOCKS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// A point loop for `shift_kernel` that takes register blocks of rows, computing them one by
+/// one through `nth_row`, and records each call's row count.
+fn block_rows(args: &RowArgs<'_, f64>, outs: &mut [&mut [f64]]) {
+    BLOCKS.lock().unwrap().push(args.rows());
+    for (r, out) in outs.iter_mut().enumerate() {
+        let left = args.nth_row(r).input(0, [-1, 0, 0, 0]);
+        for (o, &value) in out.iter_mut().zip(left) {
+            *o = 2.0 * value;
+        }
+    }
+}
+
+#[test]
+fn register_blocks_reach_only_point_loops_that_take_them() {
+    let backend = CpuBackend::new(1).unwrap();
+    let mut rng = common::Rng::new(5);
+    let shape = [7, 9];
+    let input = TestGrid::<f64>::random(&shape, 1, &mut rng, (0.0, 1.0), None);
+    let blocked = Stencil::with_cpu_row_blocks(shift_kernel(), block_rows).unwrap();
+    let single = Stencil::with_cpu_rows(shift_kernel(), block_rows).unwrap();
+    assert!(blocked.cpu_row_blocks() && !single.cpu_row_blocks());
+    // One tile of 7 rows: blocks of 4, then the largest jammed counts that fit.
+    for (stencil, register_rows, expected) in [
+        (&blocked, 4, vec![4, 2, 1]),
+        (&blocked, 2, vec![2, 2, 2, 1]),
+        (&blocked, 3, vec![3, 3, 1]),
+        (&blocked, 1, vec![1; 7]),
+        (&single, 4, vec![1; 7]),
+    ] {
+        BLOCKS.lock().unwrap().clear();
+        let mut output = TestGrid::<f64>::poisoned(&shape, 1);
+        let mut job =
+            Job::new(stencil, vec![input.view()], vec![output.view_mut()], vec![]).unwrap();
+        let schedule = CpuSchedule {
+            tile: [7, 0, 0, 0],
+            register_rows,
+            ..CpuSchedule::default()
+        };
+        backend.run(&mut job, &Schedule::Cpu(schedule)).unwrap();
+        drop(job);
+        assert_eq!(*BLOCKS.lock().unwrap(), expected, "{register_rows} rows");
+        common::check_grid(
+            &output,
+            |p| 2.0 * input.view().get(&[p[0] - 1, p[1]]),
+            "register blocks",
+        );
+    }
+}

@@ -283,6 +283,25 @@ impl Retimed {
     }
 }
 
+/// The retimed forms of `kernel`'s stores, in body order with the field each stores to, when
+/// every store has one with at least one class and together they pay (load at most a third of
+/// what the plain forms load): the kernels whose CPU point loop follows the retimed form.
+pub fn retimed_stores(kernel: &Kernel) -> Option<Vec<(FieldId, Retimed)>> {
+    let mut stores = Vec::new();
+    for statement in &kernel.body {
+        if let Stmt::Store { field, value } = *statement {
+            stores.push((field, Retimed::of(kernel, value)?));
+        }
+    }
+    let (loads, terms) = stores
+        .iter()
+        .fold((0, 0), |(l, t), (_, r)| (l + r.n_loads(), t + r.n_terms));
+    if stores.is_empty() || stores.iter().any(|(_, r)| r.classes.is_empty()) || 3 * loads > terms {
+        return None;
+    }
+    Some(stores)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

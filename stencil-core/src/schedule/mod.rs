@@ -7,7 +7,7 @@ mod gpu;
 mod space;
 mod tuning;
 
-pub use cpu::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS};
+pub use cpu::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, JAMMED_ROWS};
 pub use gpu::{GpuSchedule, GpuVariant, MergeKind};
 pub use space::{DimValue, Dimension, SearchSpace, Searchable};
 pub use tuning::TuningSpace;

@@ -1,11 +1,18 @@
-//! The CPU specialisation of a kernel: its row function and point loop, from the lowered IR.
+//! The CPU specialisation of a kernel: its row function and point loops, from the lowered IR.
 //!
 //! Implements the row contract of [`stencil_core::row`]: `__rows` receives a [`RowArgs`]
-//! and one output slice per output field, takes one input slice per distinct (input, offset)
-//! the kernel reads, and calls `__point_loop`, a plain indexed loop over slices of equal length
-//! that LLVM vectorises. Inside the loop every IR node reachable from a store is one `let`, in
-//! arena order, computed with the same operations (and the same [`Element`] math functions) the
-//! reference interpreter uses, so the two agree bit for bit.
+//! and one output slice per output field and row, takes one input slice per *window* (an
+//! input row the kernel reads, spanning every unit-stride offset it reads of that row, so the
+//! 7-point stencil's seven reads are five slices), and calls `__point_loop`, a plain indexed
+//! loop over slices of exact lengths that LLVM vectorises. Inside the loop every IR node
+//! reachable from a store is one `let`, in arena order, computed with the same operations (and
+//! the same [`Element`] math functions) the reference interpreter uses, so the two agree bit
+//! for bit.
+//!
+//! Register blocks (Datta's `RY`, [`JAMMED_ROWS`]): for kernels of two dimensions or more
+//! without a retimed loop, `__rows_jR` and its loops compute `R` adjacent rows of the
+//! second-innermost dimension in one pass (unroll-and-jam), each window the rows share loaded
+//! once; `__rows` hands a block of `R` rows to it, and any other count row by row.
 //!
 //! [`RowArgs`]: stencil_core::row::RowArgs
 //! [`Element`]: stencil_core::Element
@@ -15,7 +22,8 @@ use std::collections::HashMap;
 use proc_macro2::{Ident, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 use stencil_core::{
-    BinaryOp, CmpOp, Expr, ExprId, Kernel, LetId, LogicOp, MAX_DIMS, Offset, Role, Stmt, UnaryOp,
+    BinaryOp, CmpOp, Expr, ExprId, JAMMED_ROWS, Kernel, LetId, LogicOp, MAX_DIMS, Offset, Role,
+    Stmt, UnaryOp,
 };
 
 use super::{elem_type, float_literal, int_tokens};
@@ -114,85 +122,332 @@ fn ident(prefix: &str, index: usize) -> Ident {
     format_ident!("{prefix}{index}")
 }
 
-/// `fn __rows` and `fn __point_loop` for `kernel`.
+/// A register block of `rows` adjacent rows along the second-innermost dimension, as one pass
+/// of a point loop computes them, reading each input row it needs once: through a *window*
+/// per (input, offset along the other dimensions), a slice that spans every unit-stride
+/// offset the block reads of that row. Fewer slices than distinct reads keep the loop's
+/// pointers in registers (the 7-point stencil reads 7 offsets of 5 rows; two jammed rows of
+/// it read 12 offsets of 8 rows).
+pub(super) struct RowBlock {
+    rows: usize,
+    /// The windows, in order of first use.
+    pub(super) windows: Vec<Window>,
+    /// Per row, per read of the plan: its window and its position in the window at point 0.
+    read_at: Vec<Vec<(usize, i32)>>,
+}
+
+/// The slice of one input row a point loop reads (see [`RowBlock`]).
+pub(super) struct Window {
+    /// Input ordinal.
+    input: usize,
+    /// Offset from row 0 of the block, unit-stride entry 0.
+    offset: Offset,
+    /// Least and greatest unit-stride offset read.
+    lo: i32,
+    hi: i32,
+}
+
+impl Window {
+    /// Elements beyond the point count the window holds (`hi - lo`).
+    fn extra(&self) -> proc_macro2::Literal {
+        proc_macro2::Literal::usize_unsuffixed((self.hi - self.lo) as usize)
+    }
+
+    /// The window over `n` points, from the row arguments.
+    fn arg(&self, n: &TokenStream) -> TokenStream {
+        let input = proc_macro2::Literal::usize_unsuffixed(self.input);
+        let entries = (0..MAX_DIMS).map(|d| int_tokens(i64::from(self.offset.get(d))));
+        let lo = int_tokens(i64::from(self.lo));
+        let extra = self.extra();
+        quote!(args.span(#input, [#(#entries),*], #lo, #n + #extra))
+    }
+}
+
+impl RowBlock {
+    pub(super) fn of(kernel: &Kernel, plan: &LoopPlan, rows: usize) -> RowBlock {
+        let unit = kernel.n_dims - 1;
+        let mut windows: Vec<Window> = Vec::new();
+        let mut read_at = Vec::new();
+        for r in 0..rows {
+            let mut row = Vec::new();
+            for &(input, offset) in &plan.reads {
+                let mut row_offset = offset;
+                row_offset.0[unit] = 0;
+                if r > 0 {
+                    row_offset.0[kernel.n_dims - 2] += i32::try_from(r).unwrap_or_else(|_| {
+                        unreachable!("stencil!: bug in emit: register block too tall")
+                    });
+                }
+                let dx = offset.get(unit);
+                let w = match windows
+                    .iter()
+                    .position(|w| w.input == input && w.offset == row_offset)
+                {
+                    Some(w) => {
+                        windows[w].lo = windows[w].lo.min(dx);
+                        windows[w].hi = windows[w].hi.max(dx);
+                        w
+                    }
+                    None => {
+                        windows.push(Window {
+                            input,
+                            offset: row_offset,
+                            lo: dx,
+                            hi: dx,
+                        });
+                        windows.len() - 1
+                    }
+                };
+                row.push((w, dx));
+            }
+            read_at.push(row);
+        }
+        RowBlock {
+            rows,
+            windows,
+            read_at,
+        }
+    }
+
+    /// The window arguments of the block's loops over points `from..to` of the row (as
+    /// sub-slices of windows named `rK` over the whole row).
+    pub(super) fn window_ranges(&self, from: &TokenStream, to: &TokenStream) -> Vec<TokenStream> {
+        self.windows
+            .iter()
+            .enumerate()
+            .map(|(k, w)| {
+                let name = ident("r", k);
+                let extra = w.extra();
+                quote!(&#name[#from..#to + #extra])
+            })
+            .collect()
+    }
+
+    /// The window arguments over the whole row, from the row arguments (`n` points).
+    pub(super) fn window_args(&self) -> Vec<TokenStream> {
+        self.windows.iter().map(|w| w.arg(&quote!(n))).collect()
+    }
+
+    /// Tokens reading row `r`'s read number `k` of the plan at point `x`.
+    fn read(&self, r: usize, k: usize) -> TokenStream {
+        let (w, dx) = self.read_at[r][k];
+        let name = ident("r", w);
+        let at = (dx - self.windows[w].lo) as usize;
+        if at == 0 {
+            quote!(#name[x])
+        } else {
+            let at = proc_macro2::Literal::usize_unsuffixed(at);
+            quote!(#name[x + #at])
+        }
+    }
+
+    /// Suffix of this block's function names (none for one row).
+    fn suffix(&self) -> String {
+        if self.rows == 1 {
+            String::new()
+        } else {
+            format!("_j{}", self.rows)
+        }
+    }
+
+    /// Name of output `k` of row `r` (`oK` for one row, `oK_R` for more).
+    fn output(&self, k: usize, r: usize) -> Ident {
+        if self.rows == 1 {
+            ident("o", k)
+        } else {
+            format_ident!("o{k}_{r}")
+        }
+    }
+
+    /// Name of node `i` of row `r` (`eI` for one row, `eI_R` for more).
+    fn node(&self, i: usize, r: usize) -> Ident {
+        if self.rows == 1 {
+            ident("e", i)
+        } else {
+            format_ident!("e{i}_{r}")
+        }
+    }
+}
+
+/// `fn __rows`, the point loops it calls, and their jammed forms for `kernel`.
+///
+/// `__rows` runs the rows of its arguments together through `__rows_jR` when it has a jammed
+/// form for their count ([`JAMMED_ROWS`]: kernels of two dimensions or more whose loop is not
+/// retimed), else one after another. A block's loops are generated by [`block_functions`].
 pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
     let p = quote!(::stencil::__private);
     let elem = elem_type(kernel.elem());
     let plan = LoopPlan::of(kernel);
-    let outputs: Vec<Ident> = (0..plan.n_outputs).map(|k| ident("o", k)).collect();
-    let reads: Vec<Ident> = (0..plan.reads.len()).map(|k| ident("r", k)).collect();
-    let params: Vec<Ident> = plan.params.iter().map(|&k| ident("p", k)).collect();
-
-    let read_args = plan.reads.iter().map(|(input, offset)| {
-        let input = proc_macro2::Literal::usize_unsuffixed(*input);
-        let entries = (0..MAX_DIMS).map(|d| int_tokens(i64::from(offset.get(d))));
-        quote!(args.input(#input, [#(#entries),*]))
-    });
-    let param_args = plan.params.iter().map(|&k| {
-        let k = proc_macro2::Literal::usize_unsuffixed(k);
-        quote!(args.param(#k))
-    });
-    let (first_output, other_outputs) = outputs
-        .split_first()
-        .unwrap_or_else(|| unreachable!("stencil!: bug in emit: a verified kernel has an output"));
-
-    let nodes = kernel
-        .exprs
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| plan.reachable[*i])
-        .map(|(i, node)| node_statement(kernel, &plan, i, node));
-    let stores = plan.stores.iter().map(|&(output, value)| {
-        let output = ident("o", output);
-        let value = ident("e", value.index());
-        quote!(#output[x] = #value;)
-    });
-
-    let read_args: Vec<TokenStream> = read_args.collect();
-    let param_args: Vec<TokenStream> = param_args.collect();
-    let lines: Vec<Ident> = (0..plan.n_outputs).map(|k| ident("l", k)).collect();
+    let n_outputs = proc_macro2::Literal::usize_unsuffixed(plan.n_outputs);
     let (retimed_fn, retimed_call) = super::retimed::retimed_loop(kernel, &plan).unzip();
-    let n_lead =
-        proc_macro2::Literal::usize_unsuffixed(super::retimed::leading(kernel, &plan.reads).len());
-    // Each input's leading row `args.prefetch()` rows ahead (empty slices when off), one
-    // line per line computed: interleaved with the work, the prefetches keep memory busy while
-    // the core computes (a burst of the whole row before it measured 12% slower for W1).
-    let lead = super::retimed::leading(kernel, &plan.reads);
-    let pf: Vec<Ident> = (0..lead.len()).map(|k| ident("__pf", k)).collect();
-    let pf_setup = lead
-        .iter()
-        .zip(&pf)
-        .map(|(&lead, pf)| super::retimed::prefetch_window(kernel, lead, pf, quote!(0), quote!(n)));
+    let jammed: Vec<usize> = if kernel.n_dims >= 2 && retimed_fn.is_none() {
+        JAMMED_ROWS.to_vec()
+    } else {
+        Vec::new()
+    };
+    let (single_fns, single_body) =
+        block_functions(kernel, &plan, &RowBlock::of(kernel, &plan, 1), retimed_call);
+    let mut jam_fns = Vec::new();
+    let mut jam_arms = Vec::new();
+    for &rows in &jammed {
+        let block = RowBlock::of(kernel, &plan, rows);
+        let (fns, body) = block_functions(kernel, &plan, &block, None);
+        let name = format_ident!("__rows{}", block.suffix());
+        let count = proc_macro2::Literal::usize_unsuffixed(rows);
+        jam_fns.push(quote! {
+            #[inline(never)]
+            fn #name(args: &#p::RowArgs<'_, #elem>, outs: &mut [&mut [#elem]]) {
+                #body
+            }
+            #fns
+        });
+        jam_arms.push(quote!(#count => return #name(args, outs),));
+    }
     quote! {
         fn __rows(args: &#p::RowArgs<'_, #elem>, outs: &mut [&mut [#elem]]) {
-            let n = args.len();
-            let [#(#outputs),*] = outs else {
-                ::core::unreachable!("stencil!: wrong output count")
-            };
-            #retimed_call
-            #(#pf_setup)*
-            let prefetch: [&[#elem]; #n_lead] = [#(#pf),*];
-            if args.streaming() {
-                return __point_loop_streaming(
-                    &prefetch, #(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*
-                );
+            if args.rows() != 1 {
+                match args.rows() {
+                    #(#jam_arms)*
+                    _ => {}
+                }
+                for r in 0..args.rows() {
+                    __rows(&args.nth_row(r), &mut outs[r * #n_outputs..(r + 1) * #n_outputs]);
+                }
+                return;
             }
-            if args.prefetch() > 0 {
-                return __point_loop_prefetching(
-                    &prefetch, #(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*
-                );
-            }
-            __point_loop(#(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*);
+            #single_body
         }
 
         #retimed_fn
 
+        #single_fns
+
+        #(#jam_fns)*
+    }
+}
+
+/// The point loops of `block` (`__point_loop`, `__point_loop_streaming`,
+/// `__point_loop_prefetching`, suffixed for a jammed block) and the body of the row function
+/// that calls them (running `first` before anything else).
+fn block_functions(
+    kernel: &Kernel,
+    plan: &LoopPlan,
+    block: &RowBlock,
+    first: Option<TokenStream>,
+) -> (TokenStream, TokenStream) {
+    let p = quote!(::stencil::__private);
+    let elem = elem_type(kernel.elem());
+    let suffix = block.suffix();
+    let point_loop = format_ident!("__point_loop{suffix}");
+    let streaming = format_ident!("__point_loop_streaming{suffix}");
+    let prefetching = format_ident!("__point_loop_prefetching{suffix}");
+    // Outputs row by row, as the row contract orders them.
+    let outputs: Vec<Ident> = (0..block.rows)
+        .flat_map(|r| (0..plan.n_outputs).map(move |k| (k, r)))
+        .map(|(k, r)| block.output(k, r))
+        .collect();
+    let reads: Vec<Ident> = (0..block.windows.len()).map(|k| ident("r", k)).collect();
+    let extras: Vec<proc_macro2::Literal> = block.windows.iter().map(Window::extra).collect();
+    let params: Vec<Ident> = plan.params.iter().map(|&k| ident("p", k)).collect();
+    let read_args = block.window_args();
+    let param_args: Vec<TokenStream> = plan
+        .params
+        .iter()
+        .map(|&k| {
+            let k = proc_macro2::Literal::usize_unsuffixed(k);
+            quote!(args.param(#k))
+        })
+        .collect();
+    let (first_output, other_outputs) = outputs
+        .split_first()
+        .unwrap_or_else(|| unreachable!("stencil!: bug in emit: a verified kernel has an output"));
+
+    // Per row, every node a store needs, then every row's stores: the rows share the loads
+    // of the reads they have in common. Beyond one row, each row's nodes sit in a block of
+    // their own, so the nesting of `let` scopes (which the compiler's debug information walks
+    // recursively) stays that of one row.
+    let mut nodes = Vec::new();
+    let mut stores = Vec::new();
+    for r in 0..block.rows {
+        let name = |id: ExprId| block.node(id.index(), r);
+        let read = |k: usize| block.read(r, k);
+        let statements: Vec<TokenStream> = kernel
+            .exprs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| plan.reachable[*i])
+            .map(|(i, node)| node_statement(kernel, plan, i, node, &name, &read))
+            .collect();
+        let values: Vec<Ident> = plan.stores.iter().map(|&(_, value)| name(value)).collect();
+        let targets: Vec<Ident> = plan
+            .stores
+            .iter()
+            .map(|&(output, _)| block.output(output, r))
+            .collect();
+        if block.rows == 1 {
+            nodes.extend(statements);
+            stores.push(quote!(#(#targets[x] = #values;)*));
+        } else {
+            let row_values: Vec<Ident> = (0..values.len())
+                .map(|v| format_ident!("v{v}_{r}"))
+                .collect();
+            nodes.push(quote! {
+                let (#(#row_values,)*) = { #(#statements)* (#(#values,)*) };
+            });
+            stores.push(quote!(#(#targets[x] = #row_values;)*));
+        }
+    }
+
+    let lines: Vec<Ident> = (0..outputs.len()).map(|k| ident("l", k)).collect();
+    // Each input's leading row `args.prefetch()` rows ahead (at least the block's height;
+    // empty slices when off), for every row of the block, one line per line computed: interleaved with the work, the
+    // prefetches keep memory busy while the core computes (a burst of the whole row before it
+    // measured 12% slower for W1).
+    let lead = super::retimed::leading(kernel, &plan.reads);
+    let mut pf = Vec::new();
+    let mut pf_setup = Vec::new();
+    for &lead in &lead {
+        for r in 0..block.rows {
+            let name = ident("__pf", pf.len());
+            pf_setup.push(super::retimed::prefetch_window(
+                kernel,
+                lead,
+                &name,
+                (block.rows, r),
+                quote!(0),
+                quote!(n),
+            ));
+            pf.push(name);
+        }
+    }
+    let n_lead = proc_macro2::Literal::usize_unsuffixed(pf.len());
+    let body = quote! {
+        let n = args.len();
+        let [#(#outputs),*] = outs else {
+            ::core::unreachable!("stencil!: wrong output count")
+        };
+        #first
+        #(#pf_setup)*
+        let prefetch: [&[#elem]; #n_lead] = [#(#pf),*];
+        if args.streaming() {
+            return #streaming(
+                &prefetch, #(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*
+            );
+        }
+        if args.prefetch() > 0 {
+            return #prefetching(
+                &prefetch, #(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*
+            );
+        }
+        #point_loop(#(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*);
+    };
+    let functions = quote! {
         /// The point loop with streaming stores: plain up to the first output's first
         /// 64-byte boundary, then one cache line of every output at a time computed into
         /// registers and streamed out (prefetching the same line of every `prefetch` row),
         /// then the plain tail.
         #[inline(always)]
-        fn __point_loop_streaming(
+        fn #streaming(
             prefetch: &[&[#elem]; #n_lead],
             #(#outputs: &mut [#elem],)*
             #(#reads: &[#elem],)*
@@ -202,24 +457,26 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
             let n = #first_output.len();
             let head = #first_output.as_ptr().align_offset(#p::LINE_BYTES).min(n);
             let body = head + (n - head) / LINE * LINE;
-            __point_loop(#(&mut #outputs[..head],)* #(&#reads[..head],)* #(#params),*);
+            #point_loop(#(&mut #outputs[..head],)* #(&#reads[..head + #extras],)* #(#params),*);
             let mut at = head;
             while at < body {
                 for row in prefetch {
                     #p::lanes::prefetch(row, at);
                 }
                 #(let mut #lines = [0.0 as #elem; LINE];)*
-                __point_loop(#(&mut #lines,)* #(&#reads[at..at + LINE],)* #(#params),*);
+                #point_loop(
+                    #(&mut #lines,)* #(&#reads[at..at + LINE + #extras],)* #(#params),*
+                );
                 #(#p::stream_line(&mut #outputs[at..at + LINE], &#lines);)*
                 at += LINE;
             }
-            __point_loop(#(&mut #outputs[body..n],)* #(&#reads[body..n],)* #(#params),*);
+            #point_loop(#(&mut #outputs[body..n],)* #(&#reads[body..n + #extras],)* #(#params),*);
         }
 
         /// The point loop in blocks of a few cache lines, prefetching each block of every
         /// `prefetch` row before computing it.
         #[inline(always)]
-        fn __point_loop_prefetching(
+        fn #prefetching(
             prefetch: &[&[#elem]; #n_lead],
             #(#outputs: &mut [#elem],)*
             #(#reads: &[#elem],)*
@@ -233,34 +490,45 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
                 for row in prefetch {
                     #p::lanes::prefetch_lines(row.get(at..end).unwrap_or(&[]));
                 }
-                __point_loop(#(&mut #outputs[at..end],)* #(&#reads[at..end],)* #(#params),*);
+                #point_loop(
+                    #(&mut #outputs[at..end],)* #(&#reads[at..end + #extras],)* #(#params),*
+                );
                 at = end;
             }
         }
 
         #[inline(always)]
-        fn __point_loop(
+        fn #point_loop(
             #(#outputs: &mut [#elem],)*
             #(#reads: &[#elem],)*
             #(#params: #elem),*
         ) {
             let n = #first_output.len();
             #(let #other_outputs = &mut #other_outputs[..n];)*
-            #(let #reads = &#reads[..n];)*
+            #(let #reads = &#reads[..n + #extras];)*
             for x in 0..n {
                 #(#nodes)*
                 #(#stores)*
             }
         }
-    }
+    };
+    (functions, body)
 }
 
-/// `let eI: T = ...;` for node `i`.
-fn node_statement(kernel: &Kernel, plan: &LoopPlan, i: usize, node: &Expr) -> TokenStream {
+/// `let eI: T = ...;` for node `i`, naming nodes by `name` and reading read number `k` of the
+/// plan at point `x` by the tokens `read(k)`.
+fn node_statement(
+    kernel: &Kernel,
+    plan: &LoopPlan,
+    i: usize,
+    node: &Expr,
+    name: &dyn Fn(ExprId) -> Ident,
+    read: &dyn Fn(usize) -> TokenStream,
+) -> TokenStream {
     let p = quote!(::stencil::__private);
     let elem = elem_type(kernel.elem());
-    let name = ident("e", i);
-    let e = |id: ExprId| ident("e", id.index());
+    let e = name;
+    let name = e(ExprId::new(i));
     let value = match *node {
         Expr::Const(value) => float_literal(value, kernel.elem()),
         Expr::Param(param) => ident("p", param.index()).into_token_stream(),
@@ -273,8 +541,7 @@ fn node_statement(kernel: &Kernel, plan: &LoopPlan, i: usize, node: &Expr) -> To
                 .iter()
                 .position(|r| *r == (input, offset))
                 .unwrap_or_else(|| unreachable!("stencil!: bug in emit: read not planned"));
-            let read = ident("r", k);
-            quote!(#read[x])
+            read(k)
         }
         Expr::Let(var) => {
             let value = kernel

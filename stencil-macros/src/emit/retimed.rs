@@ -30,10 +30,10 @@
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
-use stencil_core::passes::linear::{Combination, Retimed};
+use stencil_core::passes::linear::{Combination, Retimed, retimed_stores};
 use stencil_core::{BinaryOp, ElemType, Expr, ExprId, Kernel, MAX_DIMS, Offset, Stmt, UnaryOp};
 
-use super::point_loop::LoopPlan;
+use super::point_loop::{LoopPlan, RowBlock};
 use super::{elem_type, float_literal, int_tokens};
 
 /// The retimed forms of a kernel's stores, when every store has one and together they pay.
@@ -45,20 +45,12 @@ struct Plan {
 }
 
 impl Plan {
-    fn of(kernel: &Kernel, loop_plan: &LoopPlan) -> Option<Plan> {
-        let mut stores = Vec::new();
-        for &(output, value) in &loop_plan.stores {
-            stores.push((output, Retimed::of(kernel, value)?));
-        }
-        let (loads, terms) = stores
-            .iter()
-            .fold((0, 0), |(l, t), (_, r)| (l + r.n_loads(), t + r.n_terms));
-        if stores.is_empty()
-            || stores.iter().any(|(_, r)| r.classes.is_empty())
-            || 3 * loads > terms
-        {
-            return None;
-        }
+    fn of(kernel: &Kernel) -> Option<Plan> {
+        let output_ordinal = |field| kernel.outputs().position(|f| f == field);
+        let stores = retimed_stores(kernel)?
+            .into_iter()
+            .map(|(field, form)| Some((output_ordinal(field)?, form)))
+            .collect::<Option<Vec<_>>>()?;
         let mut members = Vec::new();
         for (_, r) in &stores {
             for group in &r.groups {
@@ -160,12 +152,15 @@ pub(super) fn leading(kernel: &Kernel, reads: &[(usize, Offset)]) -> Vec<(usize,
     lead
 }
 
-/// Tokens binding `name` to the leading read's window `[lo, lo + len)` `args.prefetch()` rows
-/// further along the second-innermost dimension (an empty slice when off or outside).
+/// Tokens binding `name` to the leading read's window `[lo, lo + len)` of row `r` of a block
+/// of `rows` rows, `max(args.prefetch(), rows) + r` rows further along the second-innermost
+/// dimension: `args.prefetch()` rows ahead, but never a row of the block itself (an empty
+/// slice when off or outside).
 pub(super) fn prefetch_window(
     kernel: &Kernel,
     lead: (usize, Offset),
     name: &Ident,
+    (rows, r): (usize, usize),
     lo: TokenStream,
     len: TokenStream,
 ) -> TokenStream {
@@ -173,9 +168,13 @@ pub(super) fn prefetch_window(
     let (input, offset) = lead;
     let input = Literal::usize_unsuffixed(input);
     let offset = offset_tokens(offset, Some((kernel.n_dims - 2, &ahead)));
+    let (rows, r) = (
+        Literal::isize_unsuffixed(rows as isize),
+        Literal::isize_unsuffixed(r as isize),
+    );
     quote! {
-        let #ahead = args.prefetch() as isize;
-        let #name: &[_] = if #ahead > 0 {
+        let #ahead = args.prefetch().max(#rows) as isize + #r;
+        let #name: &[_] = if args.prefetch() > 0 {
             args.window(#input, #offset, #lo, #len).unwrap_or(&[])
         } else {
             &[]
@@ -186,7 +185,7 @@ pub(super) fn prefetch_window(
 /// `fn __point_loop_retimed` for `kernel` and the tokens `__rows` runs first, or `None` when
 /// the kernel's stores have no retimed form that pays.
 pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStream, TokenStream)> {
-    let retimed = Plan::of(kernel, plan)?;
+    let retimed = Plan::of(kernel)?;
     let p = quote!(::stencil::__private);
     let elem = elem_type(kernel.elem());
     let lanes = match kernel.elem() {
@@ -195,14 +194,15 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
     };
     let outputs: Vec<Ident> = (0..plan.n_outputs).map(|k| format_ident!("o{k}")).collect();
     let params: Vec<Ident> = plan.params.iter().map(|&k| format_ident!("p{k}")).collect();
-    let reads: Vec<Ident> = (0..plan.reads.len())
+    // The plain loop's windows, for the unaligned head and the tail of the row.
+    let block = RowBlock::of(kernel, plan, 1);
+    let reads: Vec<Ident> = (0..block.windows.len())
         .map(|k| format_ident!("r{k}"))
         .collect();
-    let read_args = plan.reads.iter().map(|&(input, offset)| {
-        let input = Literal::usize_unsuffixed(input);
-        let offset = offset_tokens(offset, None);
-        quote!(args.input(#input, #offset))
-    });
+    let read_args = block.window_args();
+    let (zero, n) = (quote!(0), quote!(n));
+    let head_reads = block.window_ranges(&zero, &quote!(head));
+    let tail_reads = block.window_ranges(&quote!(end), &n);
     let members: Vec<Ident> = (0..retimed.members.len())
         .map(|k| format_ident!("m{k}"))
         .collect();
@@ -228,7 +228,7 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
     let prefetch_setup = lead
         .iter()
         .zip(&pf)
-        .map(|(&lead, pf)| prefetch_window(kernel, lead, pf, quote!(lo), quote!(span)));
+        .map(|(&lead, pf)| prefetch_window(kernel, lead, pf, (1, 0), quote!(lo), quote!(span)));
 
     // Per store: coefficients, one combination per displacement, the value and its store.
     let mut setup = Vec::new();
@@ -404,8 +404,8 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
             }
             if head > 0 || end < n {
                 #(let #reads = #read_args;)*
-                __point_loop(#(&mut #outputs[..head],)* #(&#reads[..head],)* #(#params),*);
-                __point_loop(#(&mut #outputs[end..n],)* #(&#reads[end..n],)* #(#params),*);
+                __point_loop(#(&mut #outputs[..head],)* #(#head_reads,)* #(#params),*);
+                __point_loop(#(&mut #outputs[end..n],)* #(#tail_reads,)* #(#params),*);
             }
             true
         }

@@ -92,12 +92,29 @@ fn the_expansion_has_the_contracted_shape() {
             "__rows",
             "__point_loop_streaming",
             "__point_loop_prefetching",
-            "__point_loop"
+            "__point_loop",
+            "__rows_j2",
+            "__point_loop_streaming_j2",
+            "__point_loop_prefetching_j2",
+            "__point_loop_j2",
+            "__rows_j4",
+            "__point_loop_streaming_j4",
+            "__point_loop_prefetching_j4",
+            "__point_loop_j4",
         ]
     );
     let module_text = quote::quote!(#module).to_string();
+    // One window per input row: u[i-1, j, k] alone, u[i, j, k-1..=k+1] as one span.
+    for window in [
+        "args . span (0 , [- 1 , 0 , 0 , 0] , 0 , n + 0)",
+        "args . span (0 , [0 , 0 , 0 , 0] , - 1 , n + 2)",
+    ] {
+        assert!(module_text.contains(window), "{window} in {module_text}");
+    }
+    // Rows with more than one row jam: __rows hands them to __rows_j2 / __rows_j4.
     assert!(
-        module_text.contains("args . input (0 , [- 1 , 0 , 0 , 0])"),
+        module_text.contains("2 => return __rows_j2 (args , outs) ,")
+            && module_text.contains("4 => return __rows_j4 (args , outs) ,"),
         "{module_text}"
     );
     assert!(
@@ -240,22 +257,49 @@ fn check_point_loop(kernel: &Kernel, random: &mut Random) {
     let views: Vec<FieldView<'_, f64>> =
         grids.iter().map(|data| FieldView { geom, data }).collect();
     let rows = point_loop::row_functions(kernel);
+    let text = rows.to_string();
+    // The one-row loop, then every jammed block the kernel has: row `r` of a block computes
+    // the point `r` rows further along the second-innermost dimension.
+    let mut loops = vec![(1, "__rows".to_string(), "__point_loop".to_string())];
+    for r in stencil_core::JAMMED_ROWS {
+        if text.contains(&format!("fn __rows_j{r} ")) {
+            loops.push((r, format!("__rows_j{r}"), format!("__point_loop_j{r}")));
+        }
+    }
+    let jammed = loops.len() > 1;
+    assert_eq!(
+        jammed,
+        n_dims >= 2 && !text.contains("__point_loop_retimed"),
+        "{}: jammed loops exactly where the kernel has rows and no retimed loop",
+        kernel.name
+    );
     for (round, point) in (0..24).map(|r| (r, vec![r % 3; n_dims])) {
         let params: Vec<f64> = kernel.params.iter().map(|_| random.next() * 4.0).collect();
         let point: Vec<isize> = point;
-        let expected = interp::eval_point(kernel, &views, &params, &point);
         let read = |input: usize, offset: [isize; 4]| {
             let at: Vec<isize> = point.iter().zip(offset).map(|(p, o)| p + o).collect();
             views[input].get(&at)
         };
-        let computed = point_eval::evaluate(rows.clone(), read, &params);
-        assert_eq!(computed.len(), expected.len());
-        for (c, e) in computed.iter().zip(&expected) {
-            assert!(
-                c.to_bits() == e.to_bits() || (c.is_nan() && e.is_nan()),
-                "{c} != {e} in {} (round {round})",
-                kernel.name
-            );
+        for (rows_in_block, row_fn, loop_fn) in &loops {
+            let expected: Vec<f64> = (0..*rows_in_block)
+                .flat_map(|r| {
+                    let mut at = point.clone();
+                    if r > 0 {
+                        at[n_dims - 2] += r as isize;
+                    }
+                    interp::eval_point(kernel, &views, &params, &at)
+                })
+                .collect();
+            let computed =
+                point_eval::evaluate(rows.clone(), (row_fn, loop_fn), n_dims, read, &params);
+            assert_eq!(computed.len(), expected.len(), "{row_fn}");
+            for (c, e) in computed.iter().zip(&expected) {
+                assert!(
+                    c.to_bits() == e.to_bits() || (c.is_nan() && e.is_nan()),
+                    "{c} != {e} in {} {row_fn} (round {round})",
+                    kernel.name
+                );
+            }
         }
     }
 }

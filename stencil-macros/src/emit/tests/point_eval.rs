@@ -1,17 +1,20 @@
 //! An evaluator for the row functions `emit::point_loop` prints (f64 kernels), at one point:
-//! it reads which (input, offset) and parameter each argument of `__point_loop` is from
-//! `__rows`, then evaluates the loop body as written. Tests compare it with core's interpreter.
+//! it reads which input window (input, row offset, first unit-stride offset) and parameter
+//! each argument of a point loop is from the row function that calls it (`__rows`, or
+//! `__rows_jR` for a jammed block of `R` rows), then evaluates the loop body as written. Tests
+//! compare it with core's interpreter.
 
 use std::collections::HashMap;
 
 use proc_macro2::TokenStream;
 use stencil_core::Element;
 
-/// Where a `__point_loop` argument comes from.
+/// Where a point loop argument comes from.
 #[derive(Clone, Debug)]
 enum Source {
     Output,
-    Input(usize, [isize; 4]),
+    /// A window: input, offset of its row, unit-stride offset of its first element.
+    Window(usize, [isize; 4], isize),
     Param(usize),
 }
 
@@ -58,7 +61,7 @@ fn int(expr: &syn::Expr) -> isize {
     }
 }
 
-/// What each `__point_loop` argument is, from the call in `__rows`.
+/// What each point loop argument is, from the call in the row function `rows`.
 fn sources(rows: &syn::ItemFn) -> Vec<Source> {
     let call = rows
         .block
@@ -68,12 +71,12 @@ fn sources(rows: &syn::ItemFn) -> Vec<Source> {
             syn::Stmt::Expr(syn::Expr::Call(call), _) => Some(call),
             _ => None,
         })
-        .expect("__rows calls __point_loop");
+        .expect("the row function calls its point loop");
     call.args
         .iter()
         .map(|arg| match arg {
             syn::Expr::Reference(_) => Source::Output,
-            syn::Expr::MethodCall(m) if m.method == "input" => {
+            syn::Expr::MethodCall(m) if m.method == "span" => {
                 let args: Vec<_> = m.args.iter().collect();
                 let syn::Expr::Array(offset) = args[1] else {
                     panic!("offset array")
@@ -82,7 +85,7 @@ fn sources(rows: &syn::ItemFn) -> Vec<Source> {
                 for (d, e) in offset.elems.iter().enumerate() {
                     o[d] = int(e);
                 }
-                Source::Input(int(args[0]) as usize, o)
+                Source::Window(int(args[0]) as usize, o, int(args[2]))
             }
             syn::Expr::MethodCall(m) if m.method == "param" => {
                 Source::Param(int(m.args.first().unwrap()) as usize)
@@ -92,18 +95,23 @@ fn sources(rows: &syn::ItemFn) -> Vec<Source> {
         .collect()
 }
 
-/// The values the printed row functions store at one point: `read(input, offset)` gives the
-/// input values around it, `params` the parameters.
+/// The values the printed row function `row_fn` and its point loop `point_loop` store at
+/// one point of a kernel of `n_dims` dimensions, in the row contract's order (row by row,
+/// outputs in order within a row): `read(input, offset)` gives the input values around the
+/// point (of row 0 of a block), `params` the parameters.
 pub(super) fn evaluate(
     rows: TokenStream,
+    (row_fn, point_loop): (&str, &str),
+    n_dims: usize,
     read: impl Fn(usize, [isize; 4]) -> f64,
     params: &[f64],
 ) -> Vec<f64> {
     let file: syn::File = syn::parse2(rows).expect("row functions parse");
-    let sources = sources(function(&file, "__rows"));
-    let point_loop = function(&file, "__point_loop");
+    let sources = sources(function(&file, row_fn));
+    let point_loop = function(&file, point_loop);
     let mut env: HashMap<String, Value> = HashMap::new();
-    let mut n_outputs = 0;
+    let mut windows: HashMap<String, (usize, [isize; 4], isize)> = HashMap::new();
+    let mut outputs: Vec<String> = Vec::new();
     for (input, source) in point_loop.sig.inputs.iter().zip(&sources) {
         let syn::FnArg::Typed(typed) = input else {
             panic!("no self")
@@ -111,16 +119,23 @@ pub(super) fn evaluate(
         let syn::Pat::Ident(name) = &*typed.pat else {
             panic!("plain names")
         };
-        let value = match *source {
-            Source::Output => {
-                n_outputs += 1;
-                continue;
+        let name = name.ident.to_string();
+        match *source {
+            Source::Output => outputs.push(name),
+            Source::Window(i, offset, lo) => {
+                windows.insert(name, (i, offset, lo));
             }
-            Source::Input(i, offset) => read(i, offset),
-            Source::Param(p) => params[p],
-        };
-        env.insert(name.ident.to_string(), Value::Real(value));
+            Source::Param(p) => {
+                env.insert(name, Value::Real(params[p]));
+            }
+        }
     }
+    let unit = n_dims - 1;
+    let reader = |window: &str, at: isize| {
+        let (input, mut offset, lo) = windows[window];
+        offset[unit] += lo + at;
+        read(input, offset)
+    };
     let body = point_loop
         .block
         .stmts
@@ -130,18 +145,54 @@ pub(super) fn evaluate(
             _ => None,
         })
         .expect("a point loop");
-    let mut stored = vec![f64::NAN; n_outputs];
-    for statement in &body.stmts {
+    let mut stored: HashMap<String, f64> = HashMap::new();
+    run_statements(&body.stmts, &mut env, &reader, &mut stored);
+    outputs
+        .iter()
+        .map(|name| *stored.get(name).unwrap_or(&f64::NAN))
+        .collect()
+}
+
+/// Runs the statements of a loop body (or of a row's block within it): `let`s bind values,
+/// stores record them.
+fn run_statements(
+    statements: &[syn::Stmt],
+    env: &mut HashMap<String, Value>,
+    read: &dyn Fn(&str, isize) -> f64,
+    stored: &mut HashMap<String, f64>,
+) {
+    for statement in statements {
         match statement {
             syn::Stmt::Local(local) => {
-                let syn::Pat::Type(typed) = &local.pat else {
-                    panic!("typed let")
-                };
-                let syn::Pat::Ident(name) = &*typed.pat else {
-                    panic!("plain let")
-                };
-                let value = eval(&local.init.as_ref().unwrap().expr, &env);
-                env.insert(name.ident.to_string(), value);
+                let init = &local.init.as_ref().unwrap().expr;
+                match &local.pat {
+                    syn::Pat::Type(typed) => {
+                        let syn::Pat::Ident(name) = &*typed.pat else {
+                            panic!("plain let")
+                        };
+                        let value = eval(init, env, read);
+                        env.insert(name.ident.to_string(), value);
+                    }
+                    // A jammed row: `let (v0_R, ..) = { lets.. (e.., ) };`.
+                    syn::Pat::Tuple(tuple) => {
+                        let syn::Expr::Block(block) = &**init else {
+                            panic!("a row's block")
+                        };
+                        let (last, lets) = block.block.stmts.split_last().unwrap();
+                        run_statements(lets, env, read, stored);
+                        let syn::Stmt::Expr(syn::Expr::Tuple(values), None) = last else {
+                            panic!("a row's values")
+                        };
+                        for (pat, value) in tuple.elems.iter().zip(&values.elems) {
+                            let syn::Pat::Ident(name) = pat else {
+                                panic!("plain names")
+                            };
+                            let value = eval(value, env, read);
+                            env.insert(name.ident.to_string(), value);
+                        }
+                    }
+                    other => panic!("unexpected let {other:?}"),
+                }
             }
             syn::Stmt::Expr(syn::Expr::Assign(assign), _) => {
                 let syn::Expr::Index(index) = &*assign.left else {
@@ -151,16 +202,30 @@ pub(super) fn evaluate(
                     panic!("store to an output slice")
                 };
                 let output = output.path.get_ident().unwrap().to_string();
-                let slot: usize = output.strip_prefix('o').unwrap().parse().unwrap();
-                stored[slot] = eval(&assign.right, &env).real();
+                stored.insert(output, eval(&assign.right, env, read).real());
             }
             other => panic!("unexpected statement {other:?}"),
         }
     }
-    stored
 }
 
-fn eval(expr: &syn::Expr, env: &HashMap<String, Value>) -> Value {
+/// The position `x` or `x + d` of a window read.
+fn position(index: &syn::Expr) -> isize {
+    match index {
+        syn::Expr::Path(p) if p.path.is_ident("x") => 0,
+        syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Add(_)) => {
+            assert!(matches!(&*b.left, syn::Expr::Path(p) if p.path.is_ident("x")));
+            int(&b.right)
+        }
+        other => panic!("unexpected index {other:?}"),
+    }
+}
+
+fn eval(
+    expr: &syn::Expr,
+    env: &HashMap<String, Value>,
+    read: &dyn Fn(&str, isize) -> f64,
+) -> Value {
     use syn::BinOp as B;
     match expr {
         syn::Expr::Lit(syn::ExprLit {
@@ -168,16 +233,22 @@ fn eval(expr: &syn::Expr, env: &HashMap<String, Value>) -> Value {
             ..
         }) => Value::Real(f.base10_parse().unwrap()),
         syn::Expr::Path(p) => env[&p.path.get_ident().unwrap().to_string()],
-        // `rK[x]`: the slot already holds the value at this point.
-        syn::Expr::Index(index) => eval(&index.expr, env),
-        syn::Expr::Paren(p) => eval(&p.expr, env),
+        // `rK[x + d]`: window `rK` at `d`.
+        syn::Expr::Index(index) => {
+            let syn::Expr::Path(window) = &*index.expr else {
+                panic!("a window read")
+            };
+            let window = window.path.get_ident().unwrap().to_string();
+            Value::Real(read(&window, position(&index.index)))
+        }
+        syn::Expr::Paren(p) => eval(&p.expr, env, read),
         syn::Expr::Unary(u) => match u.op {
-            syn::UnOp::Neg(_) => Value::Real(-eval(&u.expr, env).real()),
-            syn::UnOp::Not(_) => Value::Bool(!eval(&u.expr, env).boolean()),
+            syn::UnOp::Neg(_) => Value::Real(-eval(&u.expr, env, read).real()),
+            syn::UnOp::Not(_) => Value::Bool(!eval(&u.expr, env, read).boolean()),
             _ => panic!("unexpected unary operator"),
         },
         syn::Expr::Binary(b) => {
-            let (l, r) = (eval(&b.left, env), eval(&b.right, env));
+            let (l, r) = (eval(&b.left, env, read), eval(&b.right, env, read));
             match b.op {
                 B::Add(_) => Value::Real(l.real() + r.real()),
                 B::Sub(_) => Value::Real(l.real() - r.real()),
@@ -205,7 +276,11 @@ fn eval(expr: &syn::Expr, env: &HashMap<String, Value>) -> Value {
                 .map(|s| s.ident.to_string())
                 .collect();
             assert_eq!(segments[..3], ["stencil", "__private", "Element"]);
-            let args: Vec<f64> = call.args.iter().map(|a| eval(a, env).real()).collect();
+            let args: Vec<f64> = call
+                .args
+                .iter()
+                .map(|a| eval(a, env, read).real())
+                .collect();
             Value::Real(match segments[3].as_str() {
                 "abs" => Element::abs(args[0]),
                 "sqrt" => Element::sqrt(args[0]),
@@ -225,7 +300,7 @@ fn eval(expr: &syn::Expr, env: &HashMap<String, Value>) -> Value {
         }
         syn::Expr::If(e) => {
             let branch = |block: &syn::Block| match block.stmts.as_slice() {
-                [syn::Stmt::Expr(value, None)] => eval(value, env),
+                [syn::Stmt::Expr(value, None)] => eval(value, env, read),
                 _ => panic!("single-value branch"),
             };
             let Some((_, otherwise)) = &e.else_branch else {
@@ -234,7 +309,7 @@ fn eval(expr: &syn::Expr, env: &HashMap<String, Value>) -> Value {
             let syn::Expr::Block(otherwise) = &**otherwise else {
                 panic!("else block")
             };
-            if eval(&e.cond, env).boolean() {
+            if eval(&e.cond, env, read).boolean() {
                 branch(&e.then_branch)
             } else {
                 branch(&otherwise.block)
