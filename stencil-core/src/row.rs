@@ -3,9 +3,10 @@
 //! A CPU backend walks the interior one *row* at a time: a run of `len` consecutive points
 //! along the unit-stride dimension. For each row it hands the generated [`RowFn`] a
 //! [`RowArgs`] (where every input's row starts, the parameters) and one mutable slice of
-//! exactly `len` elements per output. The generated code takes, for every (input, offset) the
-//! kernel reads, a slice of exactly `len` elements and runs a plain indexed loop over them,
-//! which LLVM vectorises without bounds checks.
+//! exactly `len` elements per output. The generated code takes, for every input row the kernel
+//! reads, one slice spanning the unit-stride offsets it reads of that row
+//! ([`RowArgs::span`]), and runs a plain indexed loop over slices of exact lengths, which LLVM
+//! vectorises without bounds checks.
 //!
 //! A backend may hand over several adjacent rows at once (a register block across rows,
 //! [`RowArgs::rows`]): rows `0..rows` along one dimension of the grids, the first at the
@@ -241,5 +242,31 @@ mod tests {
         assert!(args.window(0, [2, 0, 0, 0], 0, 9).is_none());
         assert!(args.window(0, [0, 0, 0, 0], 0, usize::MAX).is_none());
         assert_eq!(args.window(0, [2, 0, 0, 0], 0, 8).unwrap(), &data[32..40]);
+        assert_eq!(args.span(0, [1, 0, 0, 0], -1, 7), &data[21..28]);
+    }
+
+    #[test]
+    fn rows_of_a_block_are_displaced_along_their_dimension() {
+        // A 5 x 10 grid; a block of three rows starting at (1, 2), adjacent along dimension 0.
+        let data: Vec<f64> = (0..50).map(f64::from).collect();
+        let mut strides = [0; MAX_DIMS];
+        strides[..2].copy_from_slice(&[10, 1]);
+        let inputs = [RowInput {
+            data: &data,
+            start: 12,
+            strides,
+        }];
+        let block = RowArgs::new(4, &inputs, &[]).with_rows(3, 0);
+        assert_eq!(block.rows(), 3);
+        let third = block.nth_row(2);
+        assert_eq!(third.rows(), 1);
+        // Row 2 of the block starts at (3, 2); its row above is (2, 2).
+        assert_eq!(third.input(0, [0, 0, 0, 0]), &data[32..36]);
+        assert_eq!(third.input(0, [-1, 0, 0, 0]), &data[22..26]);
+        assert_eq!(third.span(0, [0, 0, 0, 0], -1, 6), &data[31..37]);
+        assert_eq!(third.window(0, [1, 0, 0, 0], 0, 4).unwrap(), &data[42..46]);
+        // Past the storage: no window, and no panic.
+        assert!(third.window(0, [2, 0, 0, 0], 0, 4).is_none());
+        assert_eq!(RowArgs::new(4, &inputs, &[]).with_rows(0, 0).rows(), 1);
     }
 }
