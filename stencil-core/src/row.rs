@@ -219,17 +219,22 @@ impl<'a, T: Copy> RowArgs<'a, T> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn windows_are_checked_against_the_storage_and_prefetch_is_carried() {
-        // A 4 x 10 grid stored row after row; the row starts at (1, 2).
-        let data: Vec<f64> = (0..40).map(f64::from).collect();
+    /// The one input of a 2-D grid of rows of 10 stored row after row, its row at (1, 2).
+    fn row_at_1_2(data: &[f64]) -> [RowInput<'_, f64>; 1] {
         let mut strides = [0; MAX_DIMS];
         strides[..2].copy_from_slice(&[10, 1]);
-        let inputs = [RowInput {
-            data: &data,
+        [RowInput {
+            data,
             start: 12,
             strides,
-        }];
+        }]
+    }
+
+    #[test]
+    fn windows_are_checked_against_the_storage_and_prefetch_is_carried() {
+        // A 4 x 10 grid.
+        let data: Vec<f64> = (0..40).map(f64::from).collect();
+        let inputs = row_at_1_2(&data);
         let args = RowArgs::new(5, &inputs, &[]).with_prefetch(3);
         assert_eq!(args.prefetch(), 3);
         assert_eq!(args.stride(0, 0), 10);
@@ -249,13 +254,7 @@ mod tests {
     fn rows_of_a_block_are_displaced_along_their_dimension() {
         // A 5 x 10 grid; a block of three rows starting at (1, 2), adjacent along dimension 0.
         let data: Vec<f64> = (0..50).map(f64::from).collect();
-        let mut strides = [0; MAX_DIMS];
-        strides[..2].copy_from_slice(&[10, 1]);
-        let inputs = [RowInput {
-            data: &data,
-            start: 12,
-            strides,
-        }];
+        let inputs = row_at_1_2(&data);
         let block = RowArgs::new(4, &inputs, &[]).with_rows(3, 0);
         assert_eq!(block.rows(), 3);
         let third = block.nth_row(2);

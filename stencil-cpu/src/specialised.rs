@@ -68,7 +68,8 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
             .collect();
         let row_strides = grids.iter().map(row_stride).collect();
         plan.row_block = plan.row_block.clamp(1, tiling.max_row_len());
-        plan.register_rows = plan.register_rows.max(1);
+        // No run has more rows than this (any count is legal; this bounds the scratch).
+        plan.register_rows = plan.register_rows.clamp(1, tiling.max_run_rows());
         SpecialisedRun {
             rows,
             tiling,

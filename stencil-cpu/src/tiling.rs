@@ -72,6 +72,16 @@ impl Tiling {
         self.tile[self.n_dims - 1]
     }
 
+    /// The most rows any row run has (the clamped tile extent of the second-to-last
+    /// dimension; 1 in 1-D, where runs have one row).
+    pub(crate) fn max_run_rows(&self) -> usize {
+        if self.n_dims >= 2 {
+            self.tile[self.n_dims - 2]
+        } else {
+            1
+        }
+    }
+
     /// Tile number `index` (`0..n_tiles()`, C order over the tile grid).
     pub(crate) fn tile(&self, index: usize) -> Tile {
         debug_assert!(index < self.n_tiles());

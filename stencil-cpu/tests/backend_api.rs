@@ -147,6 +147,8 @@ fn register_blocks_reach_only_point_loops_that_take_them() {
         (&blocked, 2, vec![2, 2, 2, 1]),
         (&blocked, 3, vec![3, 3, 1]),
         (&blocked, 1, vec![1; 7]),
+        // More than a run has: the whole run at once (and no overflow sizing the scratch).
+        (&blocked, usize::MAX, vec![7]),
         (&single, 4, vec![1; 7]),
     ] {
         BLOCKS.lock().unwrap().clear();
