@@ -30,14 +30,19 @@ pub const DEFAULT_STREAMING_ROW_BLOCK: usize = 1024;
 /// gain from jamming (8.2 ms one row, 8.4-12 ms two or four).
 pub const LONG_ROW_REGISTER_ROWS: usize = 4;
 
-/// The register block the backend picks for rows of `row_len` elements of `elem_bytes` bytes
-/// on a machine whose first-level data cache holds `l1_bytes` (see
-/// [`LONG_ROW_REGISTER_ROWS`]).
-pub(crate) fn default_register_rows(row_len: usize, elem_bytes: usize, l1_bytes: usize) -> usize {
-    if 3 * row_len * elem_bytes > l1_bytes {
-        LONG_ROW_REGISTER_ROWS
-    } else {
-        1
+/// The register block a schedule asking for `requested` rows runs with, for rows of
+/// `row_len` elements of `elem_bytes` bytes on a machine whose first-level data cache holds
+/// `l1_bytes`: `requested`, or for 0 the backend's choice (see [`LONG_ROW_REGISTER_ROWS`]).
+pub(crate) fn register_rows(
+    requested: usize,
+    row_len: usize,
+    elem_bytes: usize,
+    l1_bytes: usize,
+) -> usize {
+    match requested {
+        0 if 3 * row_len * elem_bytes > l1_bytes => LONG_ROW_REGISTER_ROWS,
+        0 => 1,
+        n => n,
     }
 }
 
@@ -87,7 +92,7 @@ pub(crate) struct Plan {
 /// of `threads` threads whose sweep writes `output_bytes` bytes of outputs: all-zero tiles
 /// become the default tiles, `threads = 0` the whole pool, row block 0 the whole row (or
 /// [`DEFAULT_STREAMING_ROW_BLOCK`] when streaming or prefetching), register rows 0 the
-/// backend's choice (`default_register_rows`), and `Auto` stores
+/// backend's choice (`register_rows`), and `Auto` stores
 /// streaming stores when the outputs exceed [`AUTO_STREAMING_CACHES`] times the last-level
 /// cache, plain ones otherwise.
 ///
@@ -135,14 +140,12 @@ pub(crate) fn plan(
             row_block,
             streaming,
             prefetch: schedule.prefetch,
-            register_rows: match schedule.register_rows {
-                0 => default_register_rows(
-                    shape[n_dims - 1],
-                    elem_bytes,
-                    crate::Machine::detect().l1_bytes,
-                ),
-                n => n,
-            },
+            register_rows: register_rows(
+                schedule.register_rows,
+                shape[n_dims - 1],
+                elem_bytes,
+                crate::Machine::detect().l1_bytes,
+            ),
         },
     }
 }

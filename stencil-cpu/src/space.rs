@@ -15,9 +15,10 @@
 //! - unit-stride blocks ([`CpuSchedule::row_block`]): the whole row, or 512 points for rows
 //!   longer than 1024;
 //! - register blocks across rows ([`CpuSchedule::register_rows`], Datta's `RY`): 1 and every
-//!   count the generated point loops jam ([`JAMMED_ROWS`]), for kernels of two dimensions or more whose loop is not retimed (the retimed
-//!   loop and the generic path compute rows one at a time, so more would only repeat
-//!   schedules). `RX` is the vector width times LLVM's unroll along the row, and `RZ` is 1;
+//!   count the generated point loops jam ([`JAMMED_ROWS`]), for kernels of two dimensions or
+//!   more whose loop is not retimed (the retimed loop and the generic path compute rows one at
+//!   a time, so more would only repeat schedules). `RX` is the vector width times LLVM's
+//!   unroll along the row, and `RZ` is 1;
 //! - stores ([`CpuSchedule::stores`]): plain, and streaming where the machine has them;
 //! - software prefetch ([`CpuSchedule::prefetch`]): none, 2 or 4 rows ahead.
 //!
@@ -315,14 +316,12 @@ impl ScheduleSpace {
                 self.register_rows
                     .iter()
                     .position(|&r| {
-                        r == match default.register_rows {
-                            0 => crate::schedules::default_register_rows(
-                                self.shape[n_dims - 1],
-                                elem_bytes,
-                                machine.l1_bytes,
-                            ),
-                            n => n,
-                        }
+                        r == crate::schedules::register_rows(
+                            default.register_rows,
+                            self.shape[n_dims - 1],
+                            elem_bytes,
+                            machine.l1_bytes,
+                        )
                     })
                     .or((self.register_rows.len() == 1).then_some(0)),
                 self.stores.iter().position(|&s| s == self.auto_stores),
