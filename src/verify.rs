@@ -7,7 +7,9 @@
 //! legitimately), then three checks: every interior point of every output matches the
 //! interpreter within a tolerance scaled to the element type and the output's magnitude; no
 //! halo or padding element of an output was written; no input element changed. Shapes include
-//! size-1 dimensions, primes, and shapes smaller than the schedules' tiles.
+//! size-1 dimensions, primes, and shapes smaller than the schedules' tiles; every other shape
+//! gives each grid of the call a different row padding ([`Grid::with_padding`]), so a backend
+//! that assumes the fields share strides is caught.
 
 use std::fmt;
 
@@ -172,11 +174,20 @@ fn verify_dims<T: Element, const D: usize>(
                 format!("verify: shape {shape:?} is not {D}-D"),
             )
         })?;
-        // Alternate halo widths: exactly the radius, and wider.
+        // Alternate halo widths: exactly the radius, and wider. The wider cases also pad
+        // their grids' rows, each grid differently (the fields of one call then have different
+        // strides).
         let halo = radius + shape_idx % 2;
+        let padding = |field: usize| {
+            if shape_idx % 2 == 0 {
+                0
+            } else {
+                (field + shape_idx / 2) % 3
+            }
+        };
         let mut inputs = Vec::with_capacity(n_inputs);
-        for _ in 0..n_inputs {
-            let mut g = Grid::<T, D>::with_halo(shape, halo)?;
+        for i in 0..n_inputs {
+            let mut g = Grid::<T, D>::with_padding(shape, halo, padding(i))?;
             g.set_boundary(Boundary::UserManaged);
             for v in g.as_mut_slice() {
                 *v = T::from_f64(rng.uniform(-1.0, 1.0));
@@ -217,7 +228,7 @@ fn verify_dims<T: Element, const D: usize>(
         for backend in backends {
             for schedule in backend.sample_schedules(kernel, &shape) {
                 let mut outputs: Vec<Grid<T, D>> = (0..n_outputs)
-                    .map(|_| Grid::<T, D>::with_halo(shape, halo))
+                    .map(|o| Grid::<T, D>::with_padding(shape, halo, padding(n_inputs + o)))
                     .collect::<Result<_>>()?;
                 for g in &mut outputs {
                     g.set_boundary(Boundary::UserManaged);
@@ -234,6 +245,7 @@ fn verify_dims<T: Element, const D: usize>(
                     backend: backend.name(),
                     schedule,
                     shape: &shape,
+                    padding: (0..n_inputs + n_outputs).map(padding).collect(),
                 };
                 for (o, (got, want)) in outputs.iter().zip(&expected).enumerate() {
                     let name = &kernel.field(kernel.outputs().nth(o).expect("output")).name;
@@ -263,6 +275,8 @@ struct Case<'a> {
     backend: String,
     schedule: Schedule,
     shape: &'a [usize],
+    /// Row padding (cache lines) of each grid: inputs, then outputs.
+    padding: Vec<usize>,
 }
 
 impl Case<'_> {
@@ -270,8 +284,8 @@ impl Case<'_> {
         Error::new(
             ErrorKind::VerificationFailed,
             format!(
-                "verify `{}` on {} with {:?}, shape {:?}: {what}",
-                self.kernel, self.backend, self.schedule, self.shape
+                "verify `{}` on {} with {:?}, shape {:?}, row padding {:?}: {what}",
+                self.kernel, self.backend, self.schedule, self.shape, self.padding
             ),
         )
     }

@@ -11,6 +11,9 @@
 //! that the first interior point of every row is 64-byte aligned; its row length is rounded up
 //! to a multiple of `L`, plus one more cache line when the row length in bytes is a multiple of
 //! 4 KiB (rows that far apart map to the same cache sets; Datta et al.'s array padding).
+//! [`Geometry::padded`] appends a chosen number of further cache lines to every row: the
+//! unit-stride padding that a layout search (`Launch::search_padding` in the `stencil` crate)
+//! tunes, since a grid's layout is fixed when it is allocated.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::MAX_DIMS;
@@ -38,6 +41,9 @@ pub struct Geometry {
     /// Lead (points before the halo) of the unit-stride dimension: `lead_pad + halo` points
     /// precede interior index 0 in every row.
     pub lead_pad: usize,
+    /// Cache lines (of [`ALIGN_BYTES`]) appended to every row beyond the padding that
+    /// [`Geometry::new`] gives; 0 for the grids of `new`.
+    pub pad_lines: usize,
 }
 
 impl Geometry {
@@ -48,6 +54,22 @@ impl Geometry {
     /// [`ErrorKind::InvalidShape`] when `shape` is empty or longer than [`MAX_DIMS`], an
     /// extent is zero, or the storage size overflows.
     pub fn new(shape: &[usize], halo: usize, elem_size: usize) -> Result<Geometry> {
+        Self::padded(shape, halo, elem_size, 0)
+    }
+
+    /// The layout of [`new`](Self::new) with `pad_lines` more cache lines of [`ALIGN_BYTES`]
+    /// at the end of every row of the unit-stride dimension (after the line that rows of a
+    /// multiple of 4 KiB get). Interior rows stay 64-byte aligned; only the strides of the
+    /// dimensions above the unit-stride one change.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new), including when the padding makes the storage size overflow.
+    pub fn padded(
+        shape: &[usize],
+        halo: usize,
+        elem_size: usize,
+        pad_lines: usize,
+    ) -> Result<Geometry> {
         let n_dims = shape.len();
         if n_dims == 0 || n_dims > MAX_DIMS {
             return Err(Error::new(
@@ -79,6 +101,10 @@ impl Geometry {
         if (row * elem_size).is_multiple_of(4096) {
             row += line;
         }
+        row = pad_lines
+            .checked_mul(line)
+            .and_then(|pad| row.checked_add(pad))
+            .ok_or_else(overflow)?;
         let mut alloc_shape = [1; MAX_DIMS];
         let mut full_shape = [1; MAX_DIMS];
         for d in 0..n_dims {
@@ -115,6 +141,7 @@ impl Geometry {
             origin,
             len,
             lead_pad,
+            pad_lines,
         })
     }
 
@@ -238,6 +265,39 @@ mod tests {
         // 512 f64 = 4 KiB exactly, so one more line of 8 elements is added.
         let g = Geometry::new(&[3, 512], 0, 8).unwrap();
         assert_eq!(g.strides[0], 512 + 8);
+    }
+
+    #[test]
+    fn padding_lengthens_rows_by_whole_cache_lines() {
+        for (elem, line) in [(8, 8), (4, 16)] {
+            let plain = Geometry::new(&[3, 5, 13], 1, elem).unwrap();
+            assert_eq!(Geometry::padded(&[3, 5, 13], 1, elem, 0).unwrap(), plain);
+            for pad in 1..4 {
+                let g = Geometry::padded(&[3, 5, 13], 1, elem, pad).unwrap();
+                assert_eq!(g.pad_lines, pad);
+                assert_eq!(g.strides[1], plain.strides[1] + pad * line);
+                assert_eq!(g.strides[0], g.strides[1] * 7);
+                assert_eq!(g.len, g.strides[0] * 5);
+                // Interior rows stay aligned and every point keeps its offset in its row.
+                assert_eq!((g.origin * elem) % ALIGN_BYTES, 0);
+                assert_eq!((g.strides[1] * elem) % ALIGN_BYTES, 0);
+                assert_eq!(g.lead_pad, plain.lead_pad);
+                assert_eq!(
+                    g.index(&[0, 0, 0]) % g.strides[1],
+                    plain.origin % plain.strides[1]
+                );
+                assert!(g.index(&[3, 5, 13]) < g.len);
+            }
+        }
+        // 4 KiB rows keep their extra line under padding.
+        let g = Geometry::padded(&[3, 512], 0, 8, 2).unwrap();
+        assert_eq!(g.strides[0], 512 + 8 + 16);
+        assert_eq!(
+            Geometry::padded(&[2, 2], 1, 8, usize::MAX / 4)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidShape
+        );
     }
 
     #[test]

@@ -129,11 +129,11 @@ impl<T: Element> Backend<T> for CpuBackend {
 
     /// # Errors
     /// [`ErrorKind::InvalidSchedule`] for a schedule of another backend;
-    /// [`ErrorKind::BadArgument`] for an output view whose layout [`Geometry::new`] does not
+    /// [`ErrorKind::BadArgument`] for an output view whose layout [`Geometry::padded`] does not
     /// produce (outputs are written by row from several threads, which is sound only when
     /// distinct rows are disjoint).
     ///
-    /// [`Geometry::new`]: stencil_core::Geometry::new
+    /// [`Geometry::padded`]: stencil_core::Geometry::padded
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()> {
         // `Schedule` is non-exhaustive: it may gain variants for other backends.
         let schedule = match schedule {

@@ -22,7 +22,7 @@ impl CpuBackend {
     /// the grid's boundary conditions (like [`Grid::fill_with`], but parallel and placed).
     ///
     /// # Panics
-    /// If `grid`'s storage layout is not the one `Geometry::new` produces (never, for a
+    /// If `grid`'s storage layout is not one `Geometry::padded` produces (never, for a
     /// `Grid`).
     pub fn first_touch<T: Element, const D: usize>(
         &self,

@@ -17,7 +17,7 @@
 //!
 //! Assumes what [`stencil_core::Job::new`] checks: all grids share the interior shape, input
 //! halos cover the kernel's radius, and outputs share storage with nothing; checks itself that
-//! every output's layout is one [`stencil_core::Geometry::new`] produces. That is what makes
+//! every output's layout is one [`stencil_core::Geometry::padded`] produces. That is what makes
 //! the one `unsafe` idea of the crate sound: outputs are written by many threads at once
 //! through raw pointers (`output_rows`), each row slice handed out exactly once. Inputs are
 //! read through safe, bounds-checked slices.

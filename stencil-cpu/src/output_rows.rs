@@ -6,8 +6,9 @@
 //! overlap while alive (the executor's tiles partition the interior and outputs alias nothing).
 //!
 //! Views have public fields, so a view's geometry could have been assembled by hand. Distinct
-//! interior rows are disjoint only in a layout that [`Geometry::new`] produces, so
-//! [`OutputRows::new`] accepts nothing else: a bad layout is an error, not a data race.
+//! interior rows are disjoint only in a layout that [`Geometry::padded`] produces (of which
+//! [`Geometry::new`]'s is the unpadded case), so [`OutputRows::new`] accepts nothing else: a
+//! bad layout is an error, not a data race.
 
 use std::marker::PhantomData;
 
@@ -35,16 +36,22 @@ impl<'a, T> OutputRows<'a, T> {
     /// names the output in the error.
     ///
     /// # Errors
-    /// [`ErrorKind::BadArgument`] if the view's geometry is not the one [`Geometry::new`] gives
-    /// for its interior, halo and element size, or its storage is not `geom.len` elements.
+    /// [`ErrorKind::BadArgument`] if the view's geometry is not the one [`Geometry::padded`]
+    /// gives for its interior, halo, element size and padding, or its storage is not
+    /// `geom.len` elements.
     pub(crate) fn new(view: &'a mut FieldViewMut<'_, T>, name: &str) -> Result<Self> {
         let geom = view.geom;
-        let canonical = Geometry::new(geom.interior(), geom.halo, std::mem::size_of::<T>());
+        let canonical = Geometry::padded(
+            geom.interior(),
+            geom.halo,
+            std::mem::size_of::<T>(),
+            geom.pad_lines,
+        );
         if canonical.ok() != Some(geom) || view.data.len() != geom.len {
             return Err(Error::new(
                 ErrorKind::BadArgument,
                 format!(
-                    "output `{name}` has a layout that Geometry::new does not produce \
+                    "output `{name}` has a layout that Geometry::padded does not produce \
                      ({} elements of storage for {geom:?})",
                     view.data.len()
                 ),
@@ -133,7 +140,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_layouts_from_geometry_new_are_accepted() {
+    fn only_layouts_from_geometry_padded_are_accepted() {
         let geom = Geometry::new(&[4, 5], 1, 8).unwrap();
         let mut data = vec![0.0f64; geom.len];
         let mut good = FieldViewMut {
@@ -141,6 +148,21 @@ mod tests {
             data: &mut data,
         };
         assert!(OutputRows::new(&mut good, "out").is_ok());
+        let padded = Geometry::padded(&[4, 5], 1, 8, 3).unwrap();
+        let mut padded_data = vec![0.0f64; padded.len];
+        let mut good = FieldViewMut {
+            geom: padded,
+            data: &mut padded_data,
+        };
+        assert!(OutputRows::new(&mut good, "out").is_ok());
+        // Padding that the strides do not carry: rows would not be where the layout says.
+        let mut mislabelled = padded;
+        mislabelled.pad_lines = 1;
+        let mut bad = FieldViewMut {
+            geom: mislabelled,
+            data: &mut padded_data,
+        };
+        assert!(OutputRows::new(&mut bad, "out").is_err());
 
         // Rows of this layout overlap (a zero stride): writing them in parallel would race.
         let mut overlapping = geom;

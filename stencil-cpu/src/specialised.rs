@@ -140,7 +140,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                                 // `Job::new` validated that every grid has the iteration's
                                 // interior shape and that no output shares storage with an
                                 // input or another output; `OutputRows::new` validated that
-                                // the output's layout is one `Geometry::new` produces, in
+                                // the output's layout is one `Geometry::padded` produces, in
                                 // which distinct interior rows are disjoint and inside the
                                 // storage (which `row` checks again). The slot's previous
                                 // slice (an earlier block's) is dropped by this assignment.

@@ -68,12 +68,24 @@ impl<T: Element, const D: usize> Grid<T, D> {
     /// # Errors
     /// As [`new`](Self::new).
     pub fn with_halo(shape: [usize; D], halo: usize) -> Result<Self> {
-        let geometry = Geometry::new(&shape, halo, T::ELEM.size_bytes())?;
+        Self::with_padding(shape, halo, 0)
+    }
+
+    /// A grid of interior `shape` and halo width `halo` whose rows carry `pad_lines` more
+    /// 64-byte cache lines of padding than [`new`](Self::new) gives them (the layout of
+    /// [`Geometry::padded`]), otherwise as `new`. Which padding runs a kernel fastest is what
+    /// `Launch::search_padding` in the `stencil` crate measures.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_padding(shape: [usize; D], halo: usize, pad_lines: usize) -> Result<Self> {
+        let geometry = Geometry::padded(&shape, halo, T::ELEM.size_bytes(), pad_lines)?;
         let storage = AlignedBuffer::try_zeroed(geometry.len).ok_or_else(|| {
             Error::new(
                 ErrorKind::InvalidShape,
                 format!(
-                    "cannot allocate {} bytes for a grid of shape {shape:?} with halo {halo}",
+                    "cannot allocate {} bytes for a grid of shape {shape:?} with halo {halo} \
+                     and {pad_lines} lines of row padding",
                     geometry.len * T::ELEM.size_bytes()
                 ),
             )
@@ -166,6 +178,36 @@ impl<T: Element, const D: usize> Grid<T, D> {
     /// Number of interior points.
     pub fn n_points(&self) -> usize {
         self.geometry.n_points()
+    }
+
+    /// Cache lines of row padding beyond what [`new`](Self::new) gives (see
+    /// [`with_padding`](Self::with_padding)).
+    pub fn padding(&self) -> usize {
+        self.geometry.pad_lines
+    }
+
+    /// A copy of this grid (interior, halo, boundaries and halo state) in the layout of
+    /// [`with_padding`](Self::with_padding)`(shape, halo, pad_lines)`: how a grid moves to the
+    /// padding that a layout search chose.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new) (the padded storage may not fit in memory).
+    pub fn repadded(&self, pad_lines: usize) -> Result<Self> {
+        let mut grid = Self::with_padding(self.shape(), self.halo(), pad_lines)?;
+        let (from, to) = (self.geometry, grid.geometry);
+        let last = from.n_dims - 1;
+        // Every row of the allocation, halo rows included, from its first halo point.
+        let row_len = from.shape[last] + 2 * from.halo;
+        let n_rows = from.len / from.alloc_shape[last];
+        for r in 0..n_rows {
+            let src = r * from.alloc_shape[last] + from.lead_pad;
+            let dst = r * to.alloc_shape[last] + to.lead_pad;
+            grid.storage[dst..dst + row_len].copy_from_slice(&self.storage[src..src + row_len]);
+        }
+        grid.boundaries = self.boundaries;
+        grid.interior_changed = self.interior_changed;
+        grid.halo_current = self.halo_current;
+        Ok(grid)
     }
 
     /// The layout.

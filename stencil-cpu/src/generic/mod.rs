@@ -143,7 +143,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
                         // disjoint and so are the rows of a tile; `Job::new` validated that
                         // every grid has the iteration's interior shape and that no output
                         // shares storage with an input or another output; `OutputRows::new`
-                        // validated that the output's layout is one `Geometry::new` produces,
+                        // validated that the output's layout is one `Geometry::padded` produces,
                         // in which distinct interior rows are disjoint and inside the storage
                         // (which `row` checks again). The slot's previous slice (the previous
                         // row's) is dropped by this assignment.

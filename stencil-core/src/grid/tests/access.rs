@@ -14,7 +14,18 @@ fn grids_are_send_and_sync() {
 }
 
 fn check_rows_aligned<T: crate::Element, const D: usize>(shape: [usize; D], halo: usize) {
-    let g = Grid::<T, D>::with_halo(shape, halo).unwrap();
+    for pad in [0, 1, 3] {
+        check_padded_rows_aligned::<T, D>(shape, halo, pad);
+    }
+}
+
+fn check_padded_rows_aligned<T: crate::Element, const D: usize>(
+    shape: [usize; D],
+    halo: usize,
+    pad: usize,
+) {
+    let g = Grid::<T, D>::with_padding(shape, halo, pad).unwrap();
+    assert_eq!(g.padding(), pad);
     let mut n_rows = 0;
     for row in g.rows() {
         assert_eq!(row.len(), shape[D - 1]);
@@ -222,6 +233,33 @@ fn like_copies_geometry_and_boundaries_with_zero_interior() {
     assert_eq!(h.get([0, 0, 5]), Some(1.5));
     assert_eq!(h.get([-1, -1, 6]), Some(1.5));
     assert_eq!(h.get([-1, -1, -1]), Some(0.0));
+}
+
+#[test]
+fn repadded_keeps_every_point_the_boundaries_and_the_halo_state() {
+    let mut random = Random::new(15);
+    let mut g = Grid3::<f64>::from_fn([3, 4, 13], 2, |_| random.value()).unwrap();
+    g.set_boundary(Boundary::Periodic);
+    g.set([-2, -1, 14], 42.0).unwrap();
+    for pad in [1, 2, 5, 0] {
+        let p = g.repadded(pad).unwrap();
+        assert_eq!(p.padding(), pad);
+        assert_eq!(p.boundaries(), g.boundaries());
+        assert_eq!(p.halo_is_stale(), g.halo_is_stale());
+        for i in -2..5isize {
+            for j in -2..6isize {
+                for k in -2..15isize {
+                    assert_eq!(
+                        p.get([i, j, k]),
+                        g.get([i, j, k]),
+                        "pad {pad} at {i},{j},{k}"
+                    );
+                }
+            }
+        }
+        // Back to the plain layout: the same storage as the original, padding included.
+        assert_eq!(p.repadded(0).unwrap().as_slice(), g.as_slice());
+    }
 }
 
 #[test]
