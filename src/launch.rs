@@ -13,6 +13,7 @@ use stencil_core::{Backend, Element, Error, ErrorKind, Job, Result, Schedule, St
 use stencil_cpu::CpuBackend;
 use stencil_tune::{TunePolicy, TuningCache};
 
+use crate::padding::{self, PaddingReport};
 use crate::tuning::{self, CacheChoice, TuneReport, TuneSettings, TuningSource};
 
 /// One call of a kernel: the stencil, its grids and parameters, and optionally where and how
@@ -160,6 +161,71 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
     /// # Errors
     /// As [`run`](Self::run).
     pub fn run_with_report(self) -> Result<TuneReport> {
+        let Bound {
+            stencil,
+            inputs,
+            mut outputs,
+            params,
+            backend,
+            schedule,
+            tune,
+        } = self.bind()?;
+        let report = {
+            let input_views = inputs.iter().map(|g| g.view()).collect();
+            // Backends write interior points only, so the outputs' halos keep their values.
+            let output_views = outputs.iter_mut().map(|g| g.kernel_output_view()).collect();
+            let mut job = Job::new(stencil, input_views, output_views, params)?;
+            let report = match schedule {
+                Some(schedule) => TuneReport::plain(TuningSource::Given, schedule, String::new()),
+                None => tuning::choose(backend, &mut job, &tune)?,
+            };
+            backend.run(&mut job, &report.schedule)?;
+            report
+        };
+        for grid in outputs {
+            grid.refresh_halo();
+        }
+        Ok(report)
+    }
+
+    /// Times this call with its grids in every row padding the backend's space offers
+    /// ([`Backend::row_paddings`]) and returns the fastest: unit-stride padding is part of a
+    /// grid's layout, fixed when the grid is allocated, so it is searched here rather than by
+    /// the tuner. Each padding runs on copies of the call's inputs
+    /// ([`Grid::repadded`]) and fresh outputs of that padding, under the schedule the call
+    /// names or else the one tuning chooses for those grids (tuned, cached and remembered
+    /// apart from other paddings, per [`crate::tuning`]); the schedule is then timed with the
+    /// tuning harness (a warm-up run, the median of 5 repeats of at least 20 ms). The call's
+    /// own grids are neither read for timing nor written. Move to the padding found with
+    /// [`Grid::repadded`] or allocate with [`Grid::with_padding`].
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); [`ErrorKind::InvalidShape`] when a padded copy cannot be
+    /// allocated.
+    pub fn search_padding(self) -> Result<PaddingReport> {
+        let Bound {
+            stencil,
+            inputs,
+            outputs,
+            params,
+            backend,
+            schedule,
+            tune,
+        } = self.bind()?;
+        let outputs: Vec<&Grid<T, D>> = outputs.into_iter().map(|g| &*g).collect();
+        padding::search(&padding::Call {
+            stencil,
+            inputs: &inputs,
+            outputs: &outputs,
+            params: &params,
+            backend,
+            schedule,
+            tune: &tune,
+        })
+    }
+
+    /// The call's arguments, every one bound and every input's halo current.
+    fn bind(self) -> Result<Bound<'g, T, D>> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -204,27 +270,18 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
         for (grid, name) in self.outputs.into_iter().zip(&output_names) {
             outputs.push(grid.ok_or_else(|| missing("output", name))?);
         }
-
-        let backend: &dyn Backend<T> = match self.backend {
-            Some(b) => b,
-            None => CpuBackend::global(),
-        };
-        let report = {
-            let input_views = inputs.iter().map(|g| g.view()).collect();
-            // Backends write interior points only, so the outputs' halos keep their values.
-            let output_views = outputs.iter_mut().map(|g| g.kernel_output_view()).collect();
-            let mut job = Job::new(self.stencil, input_views, output_views, params)?;
-            let report = match self.schedule {
-                Some(schedule) => TuneReport::plain(TuningSource::Given, schedule, String::new()),
-                None => tuning::choose(backend, &mut job, &self.tune)?,
-            };
-            backend.run(&mut job, &report.schedule)?;
-            report
-        };
-        for grid in outputs {
-            grid.refresh_halo();
-        }
-        Ok(report)
+        Ok(Bound {
+            stencil: self.stencil,
+            inputs,
+            outputs,
+            params,
+            backend: match self.backend {
+                Some(b) => b,
+                None => CpuBackend::global(),
+            },
+            schedule: self.schedule,
+            tune: self.tune,
+        })
     }
 
     fn fail(&mut self, error: Error) {
@@ -263,6 +320,17 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             .filter(|f| f.role == role)
             .count())
     }
+}
+
+/// A call whose arguments are all bound.
+struct Bound<'g, T: Element, const D: usize> {
+    stencil: &'g Stencil<T>,
+    inputs: Vec<&'g Grid<T, D>>,
+    outputs: Vec<&'g mut Grid<T, D>>,
+    params: Vec<T>,
+    backend: &'g dyn Backend<T>,
+    schedule: Option<Schedule>,
+    tune: TuneSettings,
 }
 
 fn role_name(role: stencil_core::Role) -> &'static str {

@@ -41,10 +41,12 @@ extern crate self as stencil;
 
 pub mod kernels;
 mod launch;
+pub mod padding;
 pub mod tuning;
 pub mod verify;
 
 pub use launch::Launch;
+pub use padding::{PaddingReport, PaddingTrial};
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use stencil_core::{
     Backend, CpuSchedule, CpuStores, ElemType, Element, Error, ErrorKind, FieldView, FieldViewMut,

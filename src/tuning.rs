@@ -1,7 +1,7 @@
 //! First-call tuning: the schedule a call runs under when it names none.
 //!
-//! On the first call of a (kernel, shape, element type, backend, device, thread count) the
-//! schedule is, in order of preference:
+//! On the first call of a (kernel, shape, element type, backend, device, thread count, row
+//! padding of every grid) the schedule is, in order of preference:
 //! 1. remembered from an earlier call in this process (no file access after the first call);
 //! 2. read from the tuning cache (`STENCIL_TUNE_CACHE`, else the user's cache directory; see
 //!    [`stencil_tune::cache`]) — a *cache hit*;
@@ -162,6 +162,7 @@ struct MemoKey {
     backend: String,
     device: String,
     threads: usize,
+    padding: Vec<usize>,
     policy: TunePolicy,
     cache: Option<PathBuf>,
 }
@@ -191,11 +192,18 @@ pub(crate) fn choose<T: Element>(
         space: &|| backend.tuning_space(kernel, &shape),
         bandwidth: &|| backend.measure_bandwidth(),
     };
+    let padding: Vec<usize> = job
+        .inputs()
+        .iter()
+        .map(|v| v.geom.pad_lines)
+        .chain(job.outputs().iter().map(|v| v.geom.pad_lines))
+        .collect();
     let call = Call {
         kernel,
         hash: stencil.hash(),
         run_time_path: stencil.cpu_rows().is_none(),
         shape: &shape,
+        padding: &padding,
     };
     choose_for(&call, &target, settings, &mut |schedule| {
         backend.run(job, schedule).is_ok()
@@ -241,12 +249,18 @@ pub fn tune_on_device<T: GpuElement, const D: usize>(
         space: &|| Some(stencil_cuda::runtime::tuning_space(kernel, &shape, caps)),
         bandwidth: &|| device.copy_bandwidth(256 << 20, 10).ok(),
     };
+    let padding: Vec<usize> = inputs
+        .iter()
+        .map(|g| g.geometry().pad_lines)
+        .chain(outputs.iter().map(|g| g.geometry().pad_lines))
+        .collect();
     let call = Call {
         kernel,
         hash: stencil.hash(),
         // Device grids run the same generated PTX whoever built the kernel.
         run_time_path: false,
         shape: &shape,
+        padding: &padding,
     };
     let settings = TuneSettings {
         policy,
@@ -269,6 +283,9 @@ struct Call<'a> {
     /// is a different question, so it is keyed apart.
     run_time_path: bool,
     shape: &'a [usize],
+    /// Row padding of every grid (inputs, then outputs), in cache lines: padded grids have
+    /// other strides, so their best schedule is keyed apart.
+    padding: &'a [usize],
 }
 
 /// Where the call runs, as tuning sees it.
@@ -328,6 +345,7 @@ fn choose_for(
         backend: target.backend.clone(),
         device: device.clone(),
         threads,
+        padding: call.padding.to_vec(),
         policy,
         cache: cache.as_ref().map(|c| c.path().to_path_buf()),
     };
@@ -345,11 +363,14 @@ fn choose_for(
             String::new(),
         ));
     };
-    let backend_key = if call.run_time_path {
+    let mut backend_key = if call.run_time_path {
         format!("{} (run-time kernel)", target.backend)
     } else {
         target.backend.clone()
     };
+    if call.padding.iter().any(|&p| p > 0) {
+        backend_key = format!("{backend_key} (row padding {:?})", call.padding);
+    }
     let cache_key = CacheKey::new(
         kernel,
         &shape,

@@ -12,7 +12,10 @@
 //! schedule timed quickly, the five fastest timed again and the best median kept); and the
 //! library tuned by its first call on a fresh tuning cache (`stencil-tuned`: the steady-state
 //! time, then a second table with that call's trials and tuning time and the tuned time over
-//! the sweep's best and over the default, all measured in this run). Each figure is the median
+//! the sweep's best and over the default, all measured in this run); and the library's layout
+//! search (`Launch::search_padding`: the tuned schedule of each row padding timed on padded
+//! copies, a third table), with the tuned call on grids in the padding it found
+//! (`stencil-tuned padded`). Each figure is the median
 //! of `--repeats` runs (default 7) after two warm-up runs, with min-max; the implementations
 //! of a workload are timed interleaved (one run of each per round, in a new random order
 //! each round, each timed run right after an untimed run of the same implementation), so a
@@ -35,7 +38,7 @@ use std::time::Instant;
 use stencil::{CpuBackend, CpuSchedule, Schedule, TuningCache, analysis};
 use stencil_cpu::{Machine, ScheduleSpace};
 
-use report::{Row, Stats, StreamRow, TunerRow};
+use report::{PaddingRow, Row, Stats, StreamRow, TunerRow};
 use workloads::{Imp, Workload, default_schedule};
 
 struct Options {
@@ -181,8 +184,13 @@ fn check(w: &mut Workload, imp: Imp<'_>, expected: &[Vec<f64>], what: &str) {
 
 /// Checks the outputs as they are against `expected` (see [`check`]).
 fn check_outputs(w: &Workload, expected: &[Vec<f64>], what: &str) {
-    let found = w.outputs();
-    for (e, f) in expected.iter().zip(&found) {
+    check_values(w.name, expected, &w.outputs(), what);
+}
+
+/// Checks output interiors `found` against `expected` (see [`check`]).
+fn check_values(name: &str, expected: &[Vec<f64>], found: &[Vec<f64>], what: &str) {
+    assert_eq!(expected.len(), found.len(), "bench: {name} {what}: outputs");
+    for (e, f) in expected.iter().zip(found) {
         let bad = e
             .iter()
             .zip(f)
@@ -194,8 +202,7 @@ fn check_outputs(w: &Workload, expected: &[Vec<f64>], what: &str) {
             .count();
         assert!(
             bad == 0,
-            "bench: {} {what}: {bad} values differ from the baseline",
-            w.name
+            "bench: {name} {what}: {bad} values differ from the baseline"
         );
     }
 }
@@ -259,6 +266,7 @@ fn main() {
         .collect();
     let mut rows = Vec::new();
     let mut tuner_rows = Vec::new();
+    let mut padding_rows = Vec::new();
     let mut workloads = Workload::all(&backends[1], o.n3, o.n2);
     let sweep_start = Instant::now();
     for w in &mut workloads {
@@ -280,6 +288,25 @@ fn main() {
                 !tunes || tuned.source == stencil::TuningSource::Tuned,
                 "bench: the first call did not tune: {tuned}"
             );
+            // The layout search: the tuned schedule of every row padding on padded copies,
+            // then the workload's padded copies in the fastest one (each padding's schedule
+            // is in the cache now, so the padded run below is a cache hit).
+            let search_start = Instant::now();
+            let padding = w.search_padding(backend, cache);
+            let search_seconds = search_start.elapsed().as_secs_f64();
+            w.pad(backend, padding.best);
+            w.poison_padded_outputs();
+            let padded = w
+                .run(Imp::TunedPadded(backend, cache))
+                .expect("library runs report");
+            let found = w.padded_outputs();
+            check_values(w.name, &expected, &found, "stencil-tuned padded");
+            padding_rows.push(PaddingRow {
+                workload: w.name,
+                threads,
+                seconds: search_seconds,
+                report: padding.clone(),
+            });
             check(w, Imp::NaiveRayon(pool), &expected, "naive rows+rayon");
             check(
                 w,
@@ -348,6 +375,14 @@ fn main() {
                 Imp::Tuned(backend, cache),
                 Some(tuned.description.clone()),
             ));
+            imps.push((
+                "stencil-tuned padded",
+                Imp::TunedPadded(backend, cache),
+                Some(format!(
+                    "row padding {}: {}",
+                    padding.best, padded.description
+                )),
+            ));
             let runs: Vec<Imp<'_>> = imps.iter().map(|(_, imp, _)| *imp).collect();
             // The non-temporal copy in the same rounds: the bound each row is compared with
             // is measured under the same conditions as the row (this machine's bandwidth
@@ -415,9 +450,13 @@ fn main() {
         for t in &tuner_rows {
             println!("{}", t.json());
         }
+        for p in &padding_rows {
+            println!("{}", p.json());
+        }
     } else {
         print!("{}", report::table(&streams, &rows));
         print!("{}", report::tuner_table(&tuner_rows));
+        print!("{}", report::padding_table(&padding_rows));
         println!(
             "\n(sweeps and checks took {:.0} s; best schedules are printed on stderr)",
             sweep_start.elapsed().as_secs_f64()

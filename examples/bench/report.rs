@@ -172,6 +172,75 @@ pub(crate) fn tuner_table(rows: &[TunerRow]) -> String {
     out
 }
 
+/// What the layout search (`Launch::search_padding`) measured for one workload and thread
+/// count.
+pub(crate) struct PaddingRow {
+    /// Workload name.
+    pub(crate) workload: &'static str,
+    /// Threads.
+    pub(crate) threads: usize,
+    /// Seconds the search took (tuning every padding included).
+    pub(crate) seconds: f64,
+    /// The search's report.
+    pub(crate) report: stencil::PaddingReport,
+}
+
+impl PaddingRow {
+    /// The row as one JSON object.
+    pub(crate) fn json(&self) -> String {
+        let ms: Vec<String> = self
+            .report
+            .candidates
+            .iter()
+            .map(|t| {
+                format!(
+                    "{{\"pad_lines\":{},\"ms\":{:.4}}}",
+                    t.pad_lines,
+                    t.seconds_per_sweep * 1e3
+                )
+            })
+            .collect();
+        format!(
+            "{{\"padding_search\":\"{}\",\"threads\":{},\"search_s\":{:.3},\"best_pad_lines\":{},\"candidates\":[{}]}}",
+            self.workload,
+            self.threads,
+            self.seconds,
+            self.report.best,
+            ms.join(",")
+        )
+    }
+}
+
+/// The layout search's table: each row padding's median ms per sweep under its tuned
+/// schedule (timed one padding after another, so a change of the machine's regime during
+/// the search shows here; the main table's `stencil-tuned padded` row is timed interleaved).
+pub(crate) fn padding_table(rows: &[PaddingRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nrow padding search (ms per sweep of each padding's tuned schedule):\n{:<13} {:>3} {:>8}  {:>4}  candidates (lines: ms)",
+        "workload", "thr", "search s", "best"
+    );
+    for r in rows {
+        let candidates: Vec<String> = r
+            .report
+            .candidates
+            .iter()
+            .map(|t| format!("{}: {:.2}", t.pad_lines, t.seconds_per_sweep * 1e3))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:<13} {:>3} {:>8.2}  {:>4}  {}",
+            r.workload,
+            r.threads,
+            r.seconds,
+            r.report.best,
+            candidates.join(", ")
+        );
+    }
+    out
+}
+
 /// One STREAM-copy measurement.
 pub(crate) struct StreamRow {
     /// `copy-plain` or `copy-nt`.

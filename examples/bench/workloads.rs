@@ -3,15 +3,17 @@
 //!
 //! Every grid has a halo of 1 (what the kernels need) and the same shape within a workload,
 //! so all grids share one layout and a row starts at the same storage index in all of them.
-//! Inputs are first-touched by the library's backend under its default schedule.
+//! Inputs are first-touched by the library's backend under its default schedule. A workload
+//! can also hold copies of its grids in another row padding (`Launch::search_padding`'s
+//! choice), which only the library's `TunedPadded` runs use.
 
 #![allow(clippy::needless_range_loop)] // The baselines index like plain user code does.
 
 use rayon::prelude::*;
 use stencil::prelude::*;
 use stencil::{
-    CpuBackend, CpuSchedule, Element, Geometry, Launch, Schedule, Stencil, TunePolicy, TuneReport,
-    TuningCache,
+    CpuBackend, CpuSchedule, Element, Geometry, Launch, PaddingReport, Schedule, Stencil,
+    TunePolicy, TuneReport, TuningCache,
 };
 
 // The seeds' kernels, from the library: W1 is the 7-point Jacobi, W2 the 27-point one.
@@ -31,6 +33,22 @@ pub(crate) enum Imp<'a> {
     /// The library on this backend, schedule tuned on the first call (`quick`) and kept in
     /// this cache.
     Tuned(&'a CpuBackend, &'a TuningCache),
+    /// As `Tuned`, on the workload's padded copies (see [`Workload::pad`]).
+    TunedPadded(&'a CpuBackend, &'a TuningCache),
+}
+
+/// What the library does with a bound call.
+enum Finish<'a> {
+    /// Runs it under this schedule, or tuned (`quick`) with this cache.
+    Run(Option<Schedule>, Option<&'a TuningCache>),
+    /// Searches its row padding, tuning (`quick`) with this cache.
+    SearchPadding(&'a TuningCache),
+}
+
+/// What [`Finish`] gave.
+enum Outcome {
+    Ran(TuneReport),
+    Padding(PaddingReport),
 }
 
 /// One workload: its grids and how to run it every way.
@@ -43,6 +61,9 @@ pub(crate) struct Workload {
     pub(crate) shape: Vec<usize>,
     inputs: Vec<Grid3OrGrid2>,
     outputs: Vec<Grid3OrGrid2>,
+    /// Copies of the inputs and outputs in another row padding, once [`Workload::pad`] made
+    /// them.
+    padded: Option<(Vec<Grid3OrGrid2>, Vec<Grid3OrGrid2>)>,
 }
 
 /// The grids of 3-D or 2-D workloads.
@@ -82,6 +103,25 @@ impl Grid3OrGrid2 {
         match self {
             Grid3OrGrid2::Three(g) => g,
             Grid3OrGrid2::Two(_) => unreachable!("bench: a 2-D grid where a 3-D one is needed"),
+        }
+    }
+    /// A copy in row padding `pad` (an input's values, an output's zeros), placed by first
+    /// touch under the backend's default schedule like the original; the halo is what the
+    /// default boundaries give, as in the original.
+    fn repadded(&self, backend: &CpuBackend, pad: usize, input: bool) -> Grid3OrGrid2 {
+        match self {
+            Grid3OrGrid2::Three(g) => {
+                let mut p = Grid3::with_padding(g.shape(), g.halo(), pad).expect("grid");
+                let s = backend.default_cpu_schedule(&g.shape());
+                backend.first_touch(&mut p, &s, |q| if input { g[q] } else { 0.0 });
+                Grid3OrGrid2::Three(p)
+            }
+            Grid3OrGrid2::Two(g) => {
+                let mut p = Grid2::with_padding(g.shape(), g.halo(), pad).expect("grid");
+                let s = backend.default_cpu_schedule(&g.shape());
+                backend.first_touch(&mut p, &s, |q| if input { g[q] } else { 0.0 });
+                Grid3OrGrid2::Two(p)
+            }
         }
     }
 }
@@ -124,6 +164,7 @@ impl Workload {
                 shape: vec![n3; 3],
                 inputs: vec![grid3(0)],
                 outputs: vec![out3()],
+                padded: None,
             },
             Workload {
                 name: "W2 27-pt 3-D",
@@ -131,6 +172,7 @@ impl Workload {
                 shape: vec![n3; 3],
                 inputs: vec![grid3(1)],
                 outputs: vec![out3()],
+                padded: None,
             },
             Workload {
                 name: "W3 5-pt 2-D",
@@ -138,6 +180,7 @@ impl Workload {
                 shape: vec![n2; 2],
                 inputs: vec![Grid3OrGrid2::Two(u2)],
                 outputs: vec![Grid3OrGrid2::Two(o2)],
+                padded: None,
             },
             Workload {
                 name: "Divergence",
@@ -145,6 +188,7 @@ impl Workload {
                 shape: vec![n3; 3],
                 inputs: vec![grid3(2), grid3(3), grid3(4)],
                 outputs: vec![out3()],
+                padded: None,
             },
             Workload {
                 name: "Gradient",
@@ -152,6 +196,7 @@ impl Workload {
                 shape: vec![n3; 3],
                 inputs: vec![grid3(5)],
                 outputs: vec![out3(), out3(), out3()],
+                padded: None,
             },
         ]
     }
@@ -167,23 +212,60 @@ impl Workload {
             Imp::NaiveSerial => self.naive(None),
             Imp::NaiveRayon(pool) => pool.install(|| self.naive(Some(pool))),
             Imp::Library(backend, schedule) => {
-                return Some(self.library(backend, Some(schedule), None));
+                return Some(self.library(backend, Some(schedule), None, false));
             }
-            Imp::Tuned(backend, cache) => return Some(self.library(backend, None, Some(cache))),
+            Imp::Tuned(backend, cache) => {
+                return Some(self.library(backend, None, Some(cache), false));
+            }
+            Imp::TunedPadded(backend, cache) => {
+                return Some(self.library(backend, None, Some(cache), true));
+            }
         }
         None
+    }
+
+    /// The row padding `Launch::search_padding` finds fastest for this workload on `backend`
+    /// (tuning each padding with `cache`).
+    pub(crate) fn search_padding(
+        &mut self,
+        backend: &CpuBackend,
+        cache: &TuningCache,
+    ) -> PaddingReport {
+        match self.call(backend, Finish::SearchPadding(cache), false) {
+            Outcome::Padding(report) => report,
+            Outcome::Ran(_) => unreachable!("bench: a search runs nothing"),
+        }
+    }
+
+    /// Makes the padded copies `TunedPadded` runs use: every grid in row padding `pad`.
+    pub(crate) fn pad(&mut self, backend: &CpuBackend, pad: usize) {
+        let copies = |grids: &[Grid3OrGrid2], input: bool| -> Vec<Grid3OrGrid2> {
+            grids
+                .iter()
+                .map(|g| g.repadded(backend, pad, input))
+                .collect()
+        };
+        self.padded = Some((copies(&self.inputs, true), copies(&self.outputs, false)));
+    }
+
+    /// The padded copies' output interiors (as [`outputs`](Self::outputs)).
+    pub(crate) fn padded_outputs(&self) -> Vec<Vec<f64>> {
+        let (_, outputs) = self.padded.as_ref().expect("bench: pad() first");
+        interiors(outputs)
+    }
+
+    /// Sets every value of the padded copies' outputs to NaN.
+    pub(crate) fn poison_padded_outputs(&mut self) {
+        let (_, outputs) = self.padded.as_mut().expect("bench: pad() first");
+        for g in outputs {
+            g.storage_mut().fill(f64::NAN);
+        }
     }
 
     /// The outputs' interior values, for comparing implementations (the library also fills
     /// the outputs' halos from their boundary conditions, the baselines do not).
     pub(crate) fn outputs(&self) -> Vec<Vec<f64>> {
-        self.outputs
-            .iter()
-            .map(|g| match g {
-                Grid3OrGrid2::Three(g) => g.to_vec(),
-                Grid3OrGrid2::Two(g) => g.to_vec(),
-            })
-            .collect()
+        interiors(&self.outputs)
     }
 
     /// Sets every output value to NaN (so a run that skips a point shows).
@@ -198,24 +280,34 @@ impl Workload {
         backend: &CpuBackend,
         schedule: Option<Schedule>,
         cache: Option<&TuningCache>,
+        padded: bool,
     ) -> TuneReport {
+        match self.call(backend, Finish::Run(schedule, cache), padded) {
+            Outcome::Ran(report) => report,
+            Outcome::Padding(_) => unreachable!("bench: a run searches nothing"),
+        }
+    }
+
+    /// Binds the workload's call (on its padded copies when `padded`) and finishes it.
+    fn call(&mut self, backend: &CpuBackend, how: Finish<'_>, padded: bool) -> Outcome {
         let [c0, c1, c2, c3] = C;
-        let ins = &self.inputs;
-        let result = match (self.name.as_bytes()[1], &mut self.outputs[..]) {
+        let (ins, outs) = if padded {
+            let (i, o) = self.padded.as_mut().expect("bench: pad() first");
+            (&*i, o)
+        } else {
+            (&self.inputs, &mut self.outputs)
+        };
+        let result = match (self.name.as_bytes()[1], &mut outs[..]) {
             (b'1', [o]) => finish(
                 heat7(ins[0].three(), o.three_mut(), c0, c1).on(backend),
-                schedule,
-                cache,
+                &how,
             ),
             (b'2', [o]) => finish(
                 jacobi27(ins[0].three(), o.three_mut(), c0, c1, c2, c3).on(backend),
-                schedule,
-                cache,
+                &how,
             ),
             (b'3', [Grid3OrGrid2::Two(o)]) => match &ins[0] {
-                Grid3OrGrid2::Two(u) => {
-                    finish(five_point(u, o, c0, c1).on(backend), schedule, cache)
-                }
+                Grid3OrGrid2::Two(u) => finish(five_point(u, o, c0, c1).on(backend), &how),
                 Grid3OrGrid2::Three(_) => unreachable!("bench: W3 is 2-D"),
             },
             (b'i', [o]) => finish(
@@ -229,8 +321,7 @@ impl Workload {
                     c3,
                 )
                 .on(backend),
-                schedule,
-                cache,
+                &how,
             ),
             (b'r', [x, y, z]) => finish(
                 gradient(
@@ -243,8 +334,7 @@ impl Workload {
                     c3,
                 )
                 .on(backend),
-                schedule,
-                cache,
+                &how,
             ),
             _ => unreachable!("bench: unknown workload {}", self.name),
         };
@@ -385,20 +475,37 @@ fn for_rows(
     }
 }
 
-/// Runs `launch` under `schedule`, or tuned (`quick`) with `cache` when there is none.
+/// Runs `launch` under a schedule, or tuned (`quick`) with a cache when there is none; or
+/// searches its row padding.
 fn finish<T: Element, const D: usize>(
     launch: Launch<'_, T, D>,
-    schedule: Option<Schedule>,
-    cache: Option<&TuningCache>,
-) -> stencil::Result<TuneReport> {
-    match (schedule, cache) {
-        (Some(s), _) => launch.schedule(s).run_with_report(),
-        (None, Some(c)) => launch
+    how: &Finish<'_>,
+) -> stencil::Result<Outcome> {
+    match *how {
+        Finish::Run(Some(s), _) => launch.schedule(s).run_with_report().map(Outcome::Ran),
+        Finish::Run(None, Some(c)) => launch
             .tune(TunePolicy::Quick)
             .tuning_cache(c.clone())
-            .run_with_report(),
-        (None, None) => launch.run_with_report(),
+            .run_with_report()
+            .map(Outcome::Ran),
+        Finish::Run(None, None) => launch.run_with_report().map(Outcome::Ran),
+        Finish::SearchPadding(c) => launch
+            .tune(TunePolicy::Quick)
+            .tuning_cache(c.clone())
+            .search_padding()
+            .map(Outcome::Padding),
     }
+}
+
+/// The interiors of `grids`, in C order.
+fn interiors(grids: &[Grid3OrGrid2]) -> Vec<Vec<f64>> {
+    grids
+        .iter()
+        .map(|g| match g {
+            Grid3OrGrid2::Three(g) => g.to_vec(),
+            Grid3OrGrid2::Two(g) => g.to_vec(),
+        })
+        .collect()
 }
 
 /// The default CPU schedule as a `Schedule`.

@@ -221,6 +221,16 @@ pub trait Backend<T: Element>: Send + Sync {
         None
     }
 
+    /// The row paddings (in cache lines, see [`Grid::with_padding`](crate::grid::Grid::with_padding))
+    /// worth timing for `kernel` on an interior of `shape`: the layout axis of the backend's
+    /// schedule space, searched at allocation time by `Launch::search_padding` (a grid's
+    /// layout cannot change under a run). `[0]` (the default) for a backend whose speed does
+    /// not depend on the host grids' layout.
+    fn row_paddings(&self, kernel: &Kernel, shape: &[usize]) -> Vec<usize> {
+        let _ = (kernel, shape);
+        vec![0]
+    }
+
     /// The device's memory bandwidth in bytes per second, measured now (the tuner caches it
     /// per device). `None` (the default) when the backend cannot measure it.
     fn measure_bandwidth(&self) -> Option<f64> {

@@ -123,6 +123,13 @@ impl<T: Element> Backend<T> for CpuBackend {
         Some(space.tuning_space(machine, kernel.elem().size_bytes(), self.threads()))
     }
 
+    fn row_paddings(&self, kernel: &Kernel, shape: &[usize]) -> Vec<usize> {
+        let machine = crate::Machine::detect();
+        crate::ScheduleSpace::new(machine, kernel, shape, self.threads())
+            .row_paddings()
+            .to_vec()
+    }
+
     fn measure_bandwidth(&self) -> Option<f64> {
         Some(self.copy_bandwidth())
     }

@@ -20,7 +20,12 @@
 //!   a time, so more would only repeat schedules). `RX` is the vector width times LLVM's
 //!   unroll along the row, and `RZ` is 1;
 //! - stores ([`CpuSchedule::stores`]): plain, and streaming where the machine has them;
-//! - software prefetch ([`CpuSchedule::prefetch`]): none, 2 or 4 rows ahead.
+//! - software prefetch ([`CpuSchedule::prefetch`]): none, 2 or 4 rows ahead;
+//! - unit-stride padding ([`ScheduleSpace::row_paddings`]): 0 to 3 more cache lines per row
+//!   for kernels of two dimensions or more. Padding is a property of a grid's layout, fixed
+//!   when it is allocated ([`Grid::with_padding`](stencil_core::grid::Grid::with_padding)),
+//!   so it is not a field of [`CpuSchedule`]: `Launch::search_padding` times the tuned
+//!   schedule of each padding on grids allocated with it.
 //!
 //! The space excludes `force_generic` (a fallback, not a speed option) and the thread count
 //! (a property of the backend's pool).
@@ -42,6 +47,7 @@ pub struct ScheduleSpace {
     register_rows: Vec<usize>,
     stores: Vec<CpuStores>,
     prefetch: Vec<usize>,
+    row_paddings: Vec<usize>,
     /// What the default schedule's `Auto` stores become for this kernel and shape.
     auto_stores: CpuStores,
 }
@@ -166,8 +172,23 @@ impl ScheduleSpace {
             register_rows,
             stores,
             prefetch: vec![0, 2, 4],
+            // Each line of padding moves consecutive rows (and planes) of a grid by one more
+            // cache set against each other, and against the other grids' rows: 0 to 3 lines
+            // cover the conflicts a window of rows can have (Datta et al.'s array padding).
+            // One-dimensional grids have a single row, which padding does not move.
+            row_paddings: if n_dims >= 2 {
+                vec![0, 1, 2, 3]
+            } else {
+                vec![0]
+            },
             auto_stores,
         }
+    }
+
+    /// The row paddings worth timing, in cache lines beyond what `Geometry::new` gives: the
+    /// layout axis of the space, searched at allocation time (see the module documentation).
+    pub fn row_paddings(&self) -> &[usize] {
+        &self.row_paddings
     }
 
     /// Number of schedules.
