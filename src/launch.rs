@@ -194,10 +194,12 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
     /// the tuner. Each padding runs on copies of the call's inputs
     /// ([`Grid::repadded`]) and fresh outputs of that padding, under the schedule the call
     /// names or else the one tuning chooses for those grids (tuned, cached and remembered
-    /// apart from other paddings, per [`crate::tuning`]); the schedule is then timed with the
-    /// tuning harness (a warm-up run, the median of 5 repeats of at least 20 ms). The call's
-    /// own grids are neither read for timing nor written. Move to the padding found with
-    /// [`Grid::repadded`] or allocate with [`Grid::with_padding`].
+    /// apart from other paddings, per [`crate::tuning`]); each padding's schedule is then timed
+    /// against the first padding's in the same alternating rounds (5 rounds of at least 20 ms
+    /// a side), and the paddings are ranked by that ratio, which does not drift with the
+    /// machine's speed. Two copies of the call's grids exist at a time. The call's own grids
+    /// are only copied from: no run reads or writes them. Move to the padding found
+    /// with [`Grid::repadded`] or allocate with [`Grid::with_padding`].
     ///
     /// # Errors
     /// As [`run`](Self::run); [`ErrorKind::InvalidShape`] when a padded copy cannot be

@@ -8,10 +8,11 @@
 //! already exist. So padding is searched apart: for every padding the backend's space offers
 //! ([`Backend::row_paddings`]), the call's inputs are copied into that layout, its outputs
 //! allocated in it, the schedule chosen as for any call on such grids (tuned, cached and
-//! remembered per padding), and that schedule timed with the tuning harness.
+//! remembered per padding), and that schedule timed against the first padding's in the same
+//! alternating rounds: ranked by that ratio, which does not drift with the machine's speed.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use stencil_core::grid::Grid;
 use stencil_core::{Backend, Element, Error, ErrorKind, Job, Result, Schedule, Stencil};
@@ -19,7 +20,8 @@ use stencil_tune::{HarnessConfig, time_runs};
 
 use crate::tuning::{self, TuneReport, TuneSettings, TuningSource};
 
-/// Timing of each padding: a warm-up run, then the median of 5 repeats of at least 20 ms.
+/// Timing of the only padding when there is nothing to compare it with: a warm-up run, then
+/// the median of 5 repeats of at least 20 ms.
 const TIMING: HarnessConfig = HarnessConfig {
     warmup_runs: 1,
     min_repeat: Duration::from_millis(20),
@@ -28,11 +30,13 @@ const TIMING: HarnessConfig = HarnessConfig {
 };
 
 /// What [`Launch::search_padding`](crate::Launch::search_padding) measured; its `Display` is a
-/// one-line summary such as `row padding: 1 line fastest (0: 3.842 ms, 1: 3.710 ms, ...)`.
+/// one-line summary such as `row padding: 1 line fastest (0: 3.842 ms, 1: 3.710 ms x0.966, ...)`.
 #[derive(Clone, PartialEq, Debug)]
 pub struct PaddingReport {
-    /// The fastest row padding, in cache lines: allocate the call's grids with
-    /// [`Grid::with_padding`] or move them with [`Grid::repadded`].
+    /// The fastest row padding, in cache lines: the one of the lowest
+    /// [`relative`](PaddingTrial::relative) time when that is below `1 - `[`MIN_GAIN`], else
+    /// the first. Allocate the call's grids with [`Grid::with_padding`] or move them with
+    /// [`Grid::repadded`].
     pub best: usize,
     /// Every padding timed, in the order timed (the backend's order, 0 first).
     pub candidates: Vec<PaddingTrial>,
@@ -47,8 +51,10 @@ pub struct PaddingTrial {
     pub tuning: TuneReport,
     /// Median seconds per sweep under that schedule.
     pub seconds_per_sweep: f64,
-    /// Relative spread of the timed repeats, `(max - min) / median`.
-    pub spread: f64,
+    /// Its time over the first padding's, both timed in the same alternating rounds: the
+    /// median over the rounds of the two times' ratio (1 for the first padding). What the
+    /// search ranks by, since it does not drift with the machine's speed.
+    pub relative: f64,
 }
 
 impl PaddingReport {
@@ -70,6 +76,9 @@ impl fmt::Display for PaddingReport {
                 write!(f, ", ")?;
             }
             write!(f, "{}: {:.3} ms", t.pad_lines, t.seconds_per_sweep * 1e3)?;
+            if i > 0 {
+                write!(f, " x{:.3}", t.relative)?;
+            }
         }
         write!(f, " per sweep)")
     }
@@ -86,7 +95,70 @@ pub(crate) struct Call<'a, 'g, T: Element, const D: usize> {
     pub(crate) tune: &'a TuneSettings,
 }
 
+/// A padding replaces the first one only when it is faster by more than this fraction:
+/// padding costs memory and, for full-row blocks, traffic, and paired medians of the same
+/// layout differ by up to about this much on a shared machine (2 Zen 5 cores: ratios of
+/// 0.973-1.014 between paddings that time alike).
+pub const MIN_GAIN: f64 = 0.03;
+
+/// Timed rounds of each comparison; each round times both layouts.
+const ROUNDS: usize = 5;
+
+/// Each side of a round lasts at least this long (short sweeps are repeated).
+const MIN_SIDE: Duration = Duration::from_millis(20);
+
+/// The call's grids copied into one padding.
+struct Copies<T: Element, const D: usize> {
+    inputs: Vec<Grid<T, D>>,
+    outputs: Vec<Grid<T, D>>,
+}
+
+impl<T: Element, const D: usize> Copies<T, D> {
+    fn new(call: &Call<'_, '_, T, D>, pad: usize) -> Result<Self> {
+        Ok(Copies {
+            inputs: call
+                .inputs
+                .iter()
+                .map(|g| g.repadded(pad))
+                .collect::<Result<_>>()?,
+            outputs: call
+                .outputs
+                .iter()
+                .map(|g| Grid::with_padding(g.shape(), g.halo(), pad))
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    /// The call on these copies, its schedule chosen (and run once, checked).
+    fn job<'a>(&'a mut self, call: &Call<'_, 'a, T, D>) -> Result<(Job<'a, T>, TuneReport)> {
+        let input_views = self.inputs.iter().map(|g| g.view()).collect();
+        let output_views = self
+            .outputs
+            .iter_mut()
+            .map(|g| g.kernel_output_view())
+            .collect();
+        let mut job = Job::new(
+            call.stencil,
+            input_views,
+            output_views,
+            call.params.to_vec(),
+        )?;
+        let tuning = match call.schedule {
+            Some(s) => TuneReport::plain(TuningSource::Given, s, String::new()),
+            None => tuning::choose(call.backend, &mut job, call.tune)?,
+        };
+        // One checked run: a failure is the backend's error, not a lost candidate.
+        call.backend.run(&mut job, &tuning.schedule)?;
+        Ok((job, tuning))
+    }
+}
+
 /// Runs the search described in the module documentation.
+///
+/// The machine's speed drifts (on a shared machine by tens of percent within seconds), so
+/// candidates are not timed one after another: each padding is timed against the first
+/// (unpadded) one in the same rounds, the two alternating, and the paddings are ranked by
+/// that ratio. Two copies of the call's grids are alive at a time.
 pub(crate) fn search<T: Element, const D: usize>(
     call: &Call<'_, '_, T, D>,
 ) -> Result<PaddingReport> {
@@ -104,60 +176,190 @@ pub(crate) fn search<T: Element, const D: usize>(
     if paddings.is_empty() {
         paddings.push(0);
     }
+    let failed = |pad: usize| {
+        Error::new(
+            ErrorKind::Backend,
+            format!(
+                "kernel `{}` failed while timing row padding {pad}",
+                kernel.name
+            ),
+        )
+    };
+    let first = paddings[0];
+    let mut base = Copies::new(call, first)?;
+    let (mut base_job, base_tuning) = base.job(call)?;
+    let mut run_base = || {
+        call.backend
+            .run(&mut base_job, &base_tuning.schedule)
+            .is_ok()
+    };
     let mut candidates = Vec::with_capacity(paddings.len());
-    for pad in paddings {
-        let inputs: Vec<Grid<T, D>> = call
-            .inputs
-            .iter()
-            .map(|g| g.repadded(pad))
-            .collect::<Result<_>>()?;
-        let mut outputs: Vec<Grid<T, D>> = call
-            .outputs
-            .iter()
-            .map(|g| Grid::with_padding(g.shape(), g.halo(), pad))
-            .collect::<Result<_>>()?;
-        let input_views = inputs.iter().map(|g| g.view()).collect();
-        let output_views = outputs.iter_mut().map(|g| g.kernel_output_view()).collect();
-        let mut job = Job::new(
-            call.stencil,
-            input_views,
-            output_views,
-            call.params.to_vec(),
-        )?;
-        let tuning = match call.schedule {
-            Some(s) => TuneReport::plain(TuningSource::Given, s, String::new()),
-            None => tuning::choose(call.backend, &mut job, call.tune)?,
-        };
-        // One checked run: a failure is the backend's error, not a lost candidate.
-        call.backend.run(&mut job, &tuning.schedule)?;
+    let mut base_medians = Vec::new();
+    for &pad in &paddings[1..] {
+        let mut copies = Copies::new(call, pad)?;
+        let (mut job, tuning) = copies.job(call)?;
         let mut run = || call.backend.run(&mut job, &tuning.schedule).is_ok();
-        let trial = time_runs(&TIMING, None, &mut run).ok_or_else(|| {
-            Error::new(
-                ErrorKind::Backend,
-                format!(
-                    "kernel `{}` failed while timing row padding {pad}",
-                    kernel.name
-                ),
-            )
-        })?;
+        let (base_s, pad_s, relative) =
+            compare(&mut run_base, &mut run).ok_or_else(|| failed(pad))?;
         tracing::info!(
             target: "stencil::padding",
             kernel = %kernel.name,
             pad,
-            ms = trial.seconds * 1e3,
+            ms = pad_s * 1e3,
+            relative,
             "{tuning}"
         );
+        base_medians.push(base_s);
         candidates.push(PaddingTrial {
             pad_lines: pad,
             tuning,
-            seconds_per_sweep: trial.seconds,
-            spread: trial.spread,
+            seconds_per_sweep: pad_s,
+            relative,
         });
     }
+    let base_seconds = if base_medians.is_empty() {
+        time_runs(&TIMING, None, &mut run_base)
+            .ok_or_else(|| failed(first))?
+            .seconds
+    } else {
+        median(&mut base_medians)
+    };
+    candidates.insert(
+        0,
+        PaddingTrial {
+            pad_lines: first,
+            tuning: base_tuning,
+            seconds_per_sweep: base_seconds,
+            relative: 1.0,
+        },
+    );
     let best = candidates
         .iter()
-        .min_by(|a, b| a.seconds_per_sweep.total_cmp(&b.seconds_per_sweep))
-        .map(|t| t.pad_lines)
-        .unwrap_or(0);
+        .filter(|t| t.relative < 1.0 - MIN_GAIN)
+        .min_by(|a, b| a.relative.total_cmp(&b.relative))
+        .map_or(first, |t| t.pad_lines);
     Ok(PaddingReport { best, candidates })
+}
+
+/// Times `a` and `b` alternating: a warm-up run of each, then [`ROUNDS`] rounds in which each
+/// runs once untimed and then for at least [`MIN_SIDE`], the order swapped every round.
+/// Returns their median seconds per run and the median over the rounds of `b`'s time over
+/// `a`'s in the same round (a change of the machine's speed spoils at most the round it falls
+/// in), or `None` when a run failed.
+fn compare(a: &mut dyn FnMut() -> bool, b: &mut dyn FnMut() -> bool) -> Option<(f64, f64, f64)> {
+    let origin = Instant::now();
+    compare_on(&|| origin.elapsed().as_secs_f64(), a, b)
+}
+
+/// [`compare`] with the time in seconds read from `clock`.
+fn compare_on(
+    clock: &dyn Fn() -> f64,
+    a: &mut dyn FnMut() -> bool,
+    b: &mut dyn FnMut() -> bool,
+) -> Option<(f64, f64, f64)> {
+    let mut estimate = [0.0f64; 2];
+    for (side, e) in estimate.iter_mut().enumerate() {
+        let run: &mut dyn FnMut() -> bool = if side == 0 { &mut *a } else { &mut *b };
+        let start = clock();
+        if !run() {
+            return None;
+        }
+        *e = clock() - start;
+    }
+    let runs = estimate.map(|e| {
+        if e > 0.0 {
+            (MIN_SIDE.as_secs_f64() / e).ceil().clamp(1.0, 1.0e6) as u32
+        } else {
+            1
+        }
+    });
+    let mut times = [Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS)];
+    for round in 0..ROUNDS {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            let run: &mut dyn FnMut() -> bool = if side == 0 { &mut *a } else { &mut *b };
+            if !run() {
+                return None;
+            }
+            let start = clock();
+            for _ in 0..runs[side] {
+                if !run() {
+                    return None;
+                }
+            }
+            times[side].push((clock() - start) / f64::from(runs[side]));
+        }
+    }
+    let [mut ta, mut tb] = times;
+    let mut ratios: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
+    Some((median(&mut ta), median(&mut tb), median(&mut ratios)))
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A simulated machine: each run advances the clock by its cost times the machine's
+    /// slowness, which is 1 for the first `fast_runs` runs of either layout and then 2 (a
+    /// shared machine's neighbour starts).
+    struct Machine {
+        now: Cell<f64>,
+        runs: Cell<u32>,
+        fast_runs: u32,
+    }
+
+    impl Machine {
+        fn new(fast_runs: u32) -> Self {
+            Machine {
+                now: Cell::new(0.0),
+                runs: Cell::new(0),
+                fast_runs,
+            }
+        }
+
+        fn run(&self, seconds: f64) -> bool {
+            let n = self.runs.get();
+            self.runs.set(n + 1);
+            let slowness = if n < self.fast_runs { 1.0 } else { 2.0 };
+            self.now.set(self.now.get() + seconds * slowness);
+            true
+        }
+
+        fn ratio(&self, a: f64, b: f64) -> f64 {
+            let clock = || self.now.get();
+            compare_on(&clock, &mut || self.run(a), &mut || self.run(b))
+                .expect("runs")
+                .2
+        }
+    }
+
+    #[test]
+    fn paired_rounds_cancel_a_change_of_the_machines_speed() {
+        // Runs of 2 ms: 10 per side per round, 11 with the untimed one, so a round is 22
+        // runs; the machine halves its speed in round 2, 3 or 4 of 5. Timed one layout after
+        // the other, the second would look twice as slow.
+        for fast_runs in [50, 60, 70, 80, 100] {
+            let same = Machine::new(fast_runs).ratio(2e-3, 2e-3);
+            assert!((same - 1.0).abs() < 1e-9, "equal layouts: ratio {same}");
+            let slower = Machine::new(fast_runs).ratio(2e-3, 3e-3);
+            assert!(
+                (slower - 1.5).abs() < 1e-9,
+                "1.5x slower layout: ratio {slower}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_run_is_reported() {
+        let mut ok = || true;
+        let mut failing = || false;
+        assert!(compare(&mut ok, &mut failing).is_none());
+        assert!(compare(&mut failing, &mut ok).is_none());
+    }
 }

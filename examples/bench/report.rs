@@ -194,9 +194,10 @@ impl PaddingRow {
             .iter()
             .map(|t| {
                 format!(
-                    "{{\"pad_lines\":{},\"ms\":{:.4}}}",
+                    "{{\"pad_lines\":{},\"ms\":{:.4},\"relative\":{:.4}}}",
                     t.pad_lines,
-                    t.seconds_per_sweep * 1e3
+                    t.seconds_per_sweep * 1e3,
+                    t.relative
                 )
             })
             .collect();
@@ -212,13 +213,13 @@ impl PaddingRow {
 }
 
 /// The layout search's table: each row padding's median ms per sweep under its tuned
-/// schedule (timed one padding after another, so a change of the machine's regime during
-/// the search shows here; the main table's `stencil-tuned padded` row is timed interleaved).
+/// schedule, and that over the unpadded layout's timed in the same alternating rounds (what
+/// the search ranks by).
 pub(crate) fn padding_table(rows: &[PaddingRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\nrow padding search (ms per sweep of each padding's tuned schedule):\n{:<13} {:>3} {:>8}  {:>4}  candidates (lines: ms)",
+        "\nrow padding search (ms per sweep of each padding's tuned schedule, x over unpadded):\n{:<13} {:>3} {:>8}  {:>4}  candidates (lines: ms)",
         "workload", "thr", "search s", "best"
     );
     for r in rows {
@@ -226,7 +227,14 @@ pub(crate) fn padding_table(rows: &[PaddingRow]) -> String {
             .report
             .candidates
             .iter()
-            .map(|t| format!("{}: {:.2}", t.pad_lines, t.seconds_per_sweep * 1e3))
+            .map(|t| {
+                format!(
+                    "{}: {:.2} x{:.3}",
+                    t.pad_lines,
+                    t.seconds_per_sweep * 1e3,
+                    t.relative
+                )
+            })
             .collect();
         let _ = writeln!(
             out,
