@@ -12,16 +12,16 @@
 //! alternating rounds: ranked by that ratio, which does not drift with the machine's speed.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stencil_core::grid::Grid;
 use stencil_core::{Backend, Element, Error, ErrorKind, Job, Result, Schedule, Stencil};
-use stencil_tune::{HarnessConfig, time_runs};
+use stencil_tune::{HarnessConfig, Paired, time_paired, time_runs};
 
 use crate::tuning::{self, TuneReport, TuneSettings, TuningSource};
 
-/// Timing of the only padding when there is nothing to compare it with: a warm-up run, then
-/// the median of 5 repeats of at least 20 ms.
+/// Timing: a warm-up run, then 5 repeats (of the only padding when there is nothing to
+/// compare it with) or 5 paired rounds ([`time_paired`]) of at least 20 ms.
 const TIMING: HarnessConfig = HarnessConfig {
     warmup_runs: 1,
     min_repeat: Duration::from_millis(20),
@@ -100,12 +100,6 @@ pub(crate) struct Call<'a, 'g, T: Element, const D: usize> {
 /// layout differ by up to about this much on a shared machine (2 Zen 5 cores: ratios of
 /// 0.973-1.014 between paddings that time alike).
 pub const MIN_GAIN: f64 = 0.03;
-
-/// Timed rounds of each comparison; each round times both layouts.
-const ROUNDS: usize = 5;
-
-/// Each side of a round lasts at least this long (short sweeps are repeated).
-const MIN_SIDE: Duration = Duration::from_millis(20);
 
 /// The call's grids copied into one padding.
 struct Copies<T: Element, const D: usize> {
@@ -199,8 +193,11 @@ pub(crate) fn search<T: Element, const D: usize>(
         let mut copies = Copies::new(call, pad)?;
         let (mut job, tuning) = copies.job(call)?;
         let mut run = || call.backend.run(&mut job, &tuning.schedule).is_ok();
-        let (base_s, pad_s, relative) =
-            compare(&mut run_base, &mut run).ok_or_else(|| failed(pad))?;
+        let Paired {
+            first: base_s,
+            second: pad_s,
+            ratio: relative,
+        } = time_paired(&TIMING, &mut run_base, &mut run).ok_or_else(|| failed(pad))?;
         tracing::info!(
             target: "stencil::padding",
             kernel = %kernel.name,
@@ -241,125 +238,7 @@ pub(crate) fn search<T: Element, const D: usize>(
     Ok(PaddingReport { best, candidates })
 }
 
-/// Times `a` and `b` alternating: a warm-up run of each, then [`ROUNDS`] rounds in which each
-/// runs once untimed and then for at least [`MIN_SIDE`], the order swapped every round.
-/// Returns their median seconds per run and the median over the rounds of `b`'s time over
-/// `a`'s in the same round (a change of the machine's speed spoils at most the round it falls
-/// in), or `None` when a run failed.
-fn compare(a: &mut dyn FnMut() -> bool, b: &mut dyn FnMut() -> bool) -> Option<(f64, f64, f64)> {
-    let origin = Instant::now();
-    compare_on(&|| origin.elapsed().as_secs_f64(), a, b)
-}
-
-/// [`compare`] with the time in seconds read from `clock`.
-fn compare_on(
-    clock: &dyn Fn() -> f64,
-    a: &mut dyn FnMut() -> bool,
-    b: &mut dyn FnMut() -> bool,
-) -> Option<(f64, f64, f64)> {
-    let mut estimate = [0.0f64; 2];
-    for (side, e) in estimate.iter_mut().enumerate() {
-        let run: &mut dyn FnMut() -> bool = if side == 0 { &mut *a } else { &mut *b };
-        let start = clock();
-        if !run() {
-            return None;
-        }
-        *e = clock() - start;
-    }
-    let runs = estimate.map(|e| {
-        if e > 0.0 {
-            (MIN_SIDE.as_secs_f64() / e).ceil().clamp(1.0, 1.0e6) as u32
-        } else {
-            1
-        }
-    });
-    let mut times = [Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS)];
-    for round in 0..ROUNDS {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for side in order {
-            let run: &mut dyn FnMut() -> bool = if side == 0 { &mut *a } else { &mut *b };
-            if !run() {
-                return None;
-            }
-            let start = clock();
-            for _ in 0..runs[side] {
-                if !run() {
-                    return None;
-                }
-            }
-            times[side].push((clock() - start) / f64::from(runs[side]));
-        }
-    }
-    let [mut ta, mut tb] = times;
-    let mut ratios: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
-    Some((median(&mut ta), median(&mut tb), median(&mut ratios)))
-}
-
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::Cell;
-
-    /// A simulated machine: each run advances the clock by its cost times the machine's
-    /// slowness, which is 1 for the first `fast_runs` runs of either layout and then 2 (a
-    /// shared machine's neighbour starts).
-    struct Machine {
-        now: Cell<f64>,
-        runs: Cell<u32>,
-        fast_runs: u32,
-    }
-
-    impl Machine {
-        fn new(fast_runs: u32) -> Self {
-            Machine {
-                now: Cell::new(0.0),
-                runs: Cell::new(0),
-                fast_runs,
-            }
-        }
-
-        fn run(&self, seconds: f64) -> bool {
-            let n = self.runs.get();
-            self.runs.set(n + 1);
-            let slowness = if n < self.fast_runs { 1.0 } else { 2.0 };
-            self.now.set(self.now.get() + seconds * slowness);
-            true
-        }
-
-        fn ratio(&self, a: f64, b: f64) -> f64 {
-            let clock = || self.now.get();
-            compare_on(&clock, &mut || self.run(a), &mut || self.run(b))
-                .expect("runs")
-                .2
-        }
-    }
-
-    #[test]
-    fn paired_rounds_cancel_a_change_of_the_machines_speed() {
-        // Runs of 2 ms: 10 per side per round, 11 with the untimed one, so a round is 22
-        // runs; the machine halves its speed in round 2, 3 or 4 of 5. Timed one layout after
-        // the other, the second would look twice as slow.
-        for fast_runs in [50, 60, 70, 80, 100] {
-            let same = Machine::new(fast_runs).ratio(2e-3, 2e-3);
-            assert!((same - 1.0).abs() < 1e-9, "equal layouts: ratio {same}");
-            let slower = Machine::new(fast_runs).ratio(2e-3, 3e-3);
-            assert!(
-                (slower - 1.5).abs() < 1e-9,
-                "1.5x slower layout: ratio {slower}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_failed_run_is_reported() {
-        let mut ok = || true;
-        let mut failing = || false;
-        assert!(compare(&mut ok, &mut failing).is_none());
-        assert!(compare(&mut failing, &mut ok).is_none());
-    }
 }

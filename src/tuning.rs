@@ -8,8 +8,9 @@
 //! 3. under the `off` policy, the performance model's choice, measuring nothing;
 //! 4. otherwise tuned: the policy's strategy searches the backend's [`TuningSpace`], timing
 //!    each candidate with the harness (warm-up, minimum duration, median of repeats, early
-//!    abandon), the backend's default schedule measured first; the winner is stored in the
-//!    cache for every later process.
+//!    abandon), the backend's default schedule measured first; a winner other than the
+//!    default is timed against it in paired rounds ([`time_paired`]) and kept only if faster
+//!    there; the winner is stored in the cache for every later process.
 //!
 //! Every trial computes a full sweep into the call's outputs, so after tuning the outputs hold
 //! a correct result whatever schedule ran last (the call then runs the chosen schedule once
@@ -38,9 +39,10 @@ use stencil_core::{
 };
 use stencil_cuda::{CudaDevice, DeviceGrid, GpuElement};
 use stencil_tune::model::BlockAxis;
+use stencil_tune::search::Found;
 use stencil_tune::{
-    CacheKey, Measure, Progress, Roofline, RooflineModel, TimedMeasure, Trial, TuneOptions,
-    TunePolicy, TunedEntry, TuningCache,
+    CacheKey, HarnessConfig, Measure, Paired, Progress, Roofline, RooflineModel, TimedMeasure,
+    Trial, TuneOptions, TunePolicy, TunedEntry, TuningCache, time_paired,
 };
 
 /// Interiors with fewer points are not tuned under the `quick` policy (see the module
@@ -49,6 +51,15 @@ pub const MIN_TUNED_POINTS: usize = 1 << 18;
 
 /// Tuning that lasts longer than this shows a progress line on a terminal's standard error.
 const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+
+/// The confirmation of a tuned schedule against the default: a warm-up run of each, then 5
+/// paired rounds of at least 20 ms a side ([`time_paired`]).
+const CONFIRM: HarnessConfig = HarnessConfig {
+    warmup_runs: 1,
+    min_repeat: Duration::from_millis(20),
+    repeats: 5,
+    abandon_ratio: 0.0,
+};
 
 /// Seed of the strategies' random choices: tuning is repeatable up to timing noise.
 const SEED: u64 = 0x5354_454e_4349_4c31;
@@ -589,7 +600,27 @@ impl Tuned<'_> {
         line.finish();
         let tuning_seconds = self.started.elapsed().as_secs_f64();
         let fraction = |seconds: f64| self.bound.map(|_| self.roofline.fraction_of_bound(seconds));
-        match &outcome.best {
+        let best = outcome.best.as_ref().map(|found| {
+            let default_point = space
+                .default_point
+                .as_ref()
+                .filter(|p| space.schedule(p).is_some());
+            match (default_point, space.schedule(&found.point)) {
+                (Some(point), Some(winner)) if *point != found.point => {
+                    let baseline = space.schedule(point).expect("checked legal");
+                    // Both closures run sweeps through the one `run`, never at once.
+                    let run = std::cell::RefCell::new(&mut *run);
+                    let paired = time_paired(
+                        &CONFIRM,
+                        &mut || (*run.borrow_mut())(&baseline),
+                        &mut || (*run.borrow_mut())(&winner),
+                    );
+                    confirmed(found, point, paired)
+                }
+                _ => found.clone(),
+            }
+        });
+        match &best {
             Some(found) => {
                 let schedule = space
                     .schedule(&found.point)
@@ -625,6 +656,35 @@ impl Tuned<'_> {
                 (report, None)
             }
         }
+    }
+}
+
+/// The search's winner `found`, or the default point when the two, timed against each other
+/// in paired rounds (`paired`: default first), show the winner no faster than the default.
+///
+/// The search times its candidates one after another, so on a shared machine whose speed
+/// drifts a candidate timed after the machine sped up looks faster than the default measured
+/// before: the 5-point stencil at 8192^2 on 2 threads was once tuned to a schedule that ran
+/// at 18.95 ms against the default's 12.90 ms in the bench. Timed in the same rounds, the
+/// drift cancels. A failed paired run keeps the winner (the search measured it).
+fn confirmed(found: &Found, default_point: &[usize], paired: Option<Paired>) -> Found {
+    match paired {
+        Some(p) if p.ratio >= 1.0 => {
+            tracing::debug!(
+                target: "stencil::tuning",
+                ratio = p.ratio,
+                "the tuned schedule is no faster than the default timed alongside it: default kept"
+            );
+            Found {
+                point: default_point.to_vec(),
+                trial: Trial {
+                    seconds: p.first,
+                    spread: 0.0,
+                    repeats: CONFIRM.repeats,
+                },
+            }
+        }
+        _ => found.clone(),
     }
 }
 
@@ -678,5 +738,55 @@ impl ProgressLine {
         if self.shown {
             let _ = writeln!(std::io::stderr());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(point: &[usize], seconds: f64) -> Found {
+        Found {
+            point: point.to_vec(),
+            trial: Trial {
+                seconds,
+                spread: 0.0,
+                repeats: 3,
+            },
+        }
+    }
+
+    fn paired(first: f64, second: f64, ratio: f64) -> Option<Paired> {
+        Some(Paired {
+            first,
+            second,
+            ratio,
+        })
+    }
+
+    #[test]
+    fn a_winner_no_faster_than_the_default_alongside_it_gives_way() {
+        // The search saw the winner at 11.0 ms after the default at 12.9 ms, but timed in
+        // the same rounds the winner is 1.47 times slower.
+        let winner = found(&[3, 1, 0], 0.0110);
+        let kept = confirmed(&winner, &[0, 0, 0], paired(0.0129, 0.0190, 1.47));
+        assert_eq!(kept.point, vec![0, 0, 0]);
+        assert_eq!(kept.trial.seconds, 0.0129);
+        // A tie keeps the default too.
+        assert_eq!(
+            confirmed(&winner, &[0, 0, 0], paired(0.01, 0.01, 1.0)).point,
+            vec![0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn a_winner_faster_alongside_the_default_stays() {
+        let winner = found(&[3, 1, 0], 0.0110);
+        assert_eq!(
+            confirmed(&winner, &[0, 0, 0], paired(0.0129, 0.0112, 0.87)),
+            winner
+        );
+        // When the paired runs fail, the search's measurement stands.
+        assert_eq!(confirmed(&winner, &[0, 0, 0], None), winner);
     }
 }

@@ -144,6 +144,84 @@ where
     }
 }
 
+/// What [`time_paired`] measured.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Paired {
+    /// Median seconds per run of the first closure.
+    pub first: f64,
+    /// Median seconds per run of the second closure.
+    pub second: f64,
+    /// The median over the rounds of the second's time over the first's in the same round.
+    pub ratio: f64,
+}
+
+/// Times `a` and `b` against each other on a machine whose speed drifts: a warm-up run of
+/// each, then `config.repeats` rounds in which each runs once untimed and then for at least
+/// `config.min_repeat`, the order swapped every round. A change of the machine's speed
+/// (a shared machine's neighbour starting) spoils the ratio of at most the round it falls
+/// in, where timing one closure after the other would charge it to whichever ran second.
+/// `None` when a run failed.
+pub fn time_paired(
+    config: &HarnessConfig,
+    a: &mut dyn FnMut() -> bool,
+    b: &mut dyn FnMut() -> bool,
+) -> Option<Paired> {
+    let origin = Instant::now();
+    time_paired_on(&|| origin.elapsed().as_secs_f64(), config, a, b)
+}
+
+/// [`time_paired`] with the time in seconds read from `clock`.
+fn time_paired_on(
+    clock: &dyn Fn() -> f64,
+    config: &HarnessConfig,
+    a: &mut dyn FnMut() -> bool,
+    b: &mut dyn FnMut() -> bool,
+) -> Option<Paired> {
+    let rounds = config.repeats.max(1) as usize;
+    let mut estimate = [0.0f64; 2];
+    for (side, e) in estimate.iter_mut().enumerate() {
+        let run: &mut dyn FnMut() -> bool = if side == 0 { &mut *a } else { &mut *b };
+        let start = clock();
+        if !run() {
+            return None;
+        }
+        *e = clock() - start;
+    }
+    let runs = estimate.map(|e| {
+        if e > 0.0 {
+            (config.min_repeat.as_secs_f64() / e)
+                .ceil()
+                .clamp(1.0, 1.0e6) as u32
+        } else {
+            1
+        }
+    });
+    let mut times = [Vec::with_capacity(rounds), Vec::with_capacity(rounds)];
+    for round in 0..rounds {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            let run: &mut dyn FnMut() -> bool = if side == 0 { &mut *a } else { &mut *b };
+            if !run() {
+                return None;
+            }
+            let start = clock();
+            for _ in 0..runs[side] {
+                if !run() {
+                    return None;
+                }
+            }
+            times[side].push((clock() - start) / f64::from(runs[side]));
+        }
+    }
+    let [ta, tb] = times;
+    let ratios: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
+    Some(Paired {
+        first: summarise(&ta).seconds,
+        second: summarise(&tb).seconds,
+        ratio: summarise(&ratios).seconds,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,5 +316,64 @@ mod tests {
         assert!(m.is_legal(&[2]));
         assert!(m.measure(&[2], None).is_some());
         assert!(seen.iter().all(|&v| v == 2) && !seen.is_empty());
+    }
+
+    /// A simulated machine: each run advances the clock by its cost times the machine's
+    /// slowness, which is 1 for the first `fast_runs` runs of either closure and then 2 (a
+    /// shared machine's neighbour starts).
+    struct Drifting {
+        now: Cell<f64>,
+        runs: Cell<u32>,
+        fast_runs: u32,
+    }
+
+    impl Drifting {
+        fn ratio(fast_runs: u32, a: f64, b: f64) -> f64 {
+            let m = Drifting {
+                now: Cell::new(0.0),
+                runs: Cell::new(0),
+                fast_runs,
+            };
+            let run = |seconds: f64| {
+                let n = m.runs.get();
+                m.runs.set(n + 1);
+                let slowness = if n < m.fast_runs { 1.0 } else { 2.0 };
+                m.now.set(m.now.get() + seconds * slowness);
+                true
+            };
+            let config = HarnessConfig {
+                warmup_runs: 1,
+                min_repeat: Duration::from_millis(20),
+                repeats: 5,
+                abandon_ratio: 0.0,
+            };
+            time_paired_on(&|| m.now.get(), &config, &mut || run(a), &mut || run(b))
+                .expect("runs")
+                .ratio
+        }
+    }
+
+    #[test]
+    fn paired_rounds_cancel_a_change_of_the_machines_speed() {
+        // Runs of 2 ms: about 10 per side per round plus the untimed one, so a round is
+        // about 22 runs; the machine halves its speed in round 2, 3 or 4 of 5. Timed one
+        // after the other, the second closure would look twice as slow; the ratio of the two
+        // medians is off too.
+        for fast_runs in [50, 60, 70, 80, 100] {
+            let same = Drifting::ratio(fast_runs, 2e-3, 2e-3);
+            assert!((same - 1.0).abs() < 1e-9, "equal closures: ratio {same}");
+            let slower = Drifting::ratio(fast_runs, 2e-3, 3e-3);
+            assert!(
+                (slower - 1.5).abs() < 1e-9,
+                "1.5x slower closure: ratio {slower}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_paired_run_is_reported() {
+        let config = quick();
+        assert!(time_paired(&config, &mut || true, &mut || false).is_none());
+        assert!(time_paired(&config, &mut || false, &mut || true).is_none());
     }
 }

@@ -27,7 +27,7 @@ pub mod simulated;
 pub mod strategy;
 
 pub use cache::{CacheError, CacheKey, TunedEntry, TuningCache};
-pub use harness::{HarnessConfig, TimedMeasure, time_runs};
+pub use harness::{HarnessConfig, Paired, TimedMeasure, time_paired, time_runs};
 pub use measure::{Measure, Trial};
 pub use model::{Model, Roofline, RooflineModel};
 pub use policy::{Plan, PolicyError, TunePolicy, policy, set_policy};
