@@ -14,7 +14,7 @@ use stencil_cpu::CpuBackend;
 use stencil_tune::{TunePolicy, TuningCache};
 
 use crate::padding::{self, PaddingReport};
-use crate::tuning::{self, CacheChoice, TuneReport, TuneSettings, TuningSource};
+use crate::tuning::{self, CacheChoice, TuneReport, TuneSettings};
 
 /// One call of a kernel: the stencil, its grids and parameters, and optionally where and how
 /// to run it. Nothing happens until [`run`](Launch::run).
@@ -175,10 +175,7 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             // Backends write interior points only, so the outputs' halos keep their values.
             let output_views = outputs.iter_mut().map(|g| g.kernel_output_view()).collect();
             let mut job = Job::new(stencil, input_views, output_views, params)?;
-            let report = match schedule {
-                Some(schedule) => TuneReport::plain(TuningSource::Given, schedule, String::new()),
-                None => tuning::choose(backend, &mut job, &tune)?,
-            };
+            let report = tuning::schedule_for(backend, &mut job, schedule, &tune)?;
             backend.run(&mut job, &report.schedule)?;
             report
         };

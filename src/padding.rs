@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use stencil_core::grid::Grid;
 use stencil_core::{Backend, Element, Error, ErrorKind, Job, Result, Schedule, Stencil};
+use stencil_tune::harness::median;
 use stencil_tune::{HarnessConfig, Paired, time_paired, time_runs};
 
-use crate::tuning::{self, TuneReport, TuneSettings, TuningSource};
+use crate::tuning::{self, TuneReport, TuneSettings};
 
 /// Timing: a warm-up run, then 5 repeats (of the only padding when there is nothing to
 /// compare it with) or 5 paired rounds ([`time_paired`]) of at least 20 ms.
@@ -137,10 +138,7 @@ impl<T: Element, const D: usize> Copies<T, D> {
             output_views,
             call.params.to_vec(),
         )?;
-        let tuning = match call.schedule {
-            Some(s) => TuneReport::plain(TuningSource::Given, s, String::new()),
-            None => tuning::choose(call.backend, &mut job, call.tune)?,
-        };
+        let tuning = tuning::schedule_for(call.backend, &mut job, call.schedule, call.tune)?;
         // One checked run: a failure is the backend's error, not a lost candidate.
         call.backend.run(&mut job, &tuning.schedule)?;
         Ok((job, tuning))
@@ -219,7 +217,7 @@ pub(crate) fn search<T: Element, const D: usize>(
             .ok_or_else(|| failed(first))?
             .seconds
     } else {
-        median(&mut base_medians)
+        median(&base_medians)
     };
     candidates.insert(
         0,
@@ -236,9 +234,4 @@ pub(crate) fn search<T: Element, const D: usize>(
         .min_by(|a, b| a.relative.total_cmp(&b.relative))
         .map_or(first, |t| t.pad_lines);
     Ok(PaddingReport { best, candidates })
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }

@@ -183,6 +183,27 @@ fn memo() -> &'static Mutex<HashMap<MemoKey, (Schedule, String)>> {
     MEMO.get_or_init(Mutex::default)
 }
 
+/// The schedule `job` runs under: `given` when the call named one (no tuning), else
+/// [`choose`]'s.
+///
+/// # Errors
+/// As [`choose`].
+pub(crate) fn schedule_for<T: Element>(
+    backend: &dyn Backend<T>,
+    job: &mut Job<'_, T>,
+    given: Option<Schedule>,
+    settings: &TuneSettings,
+) -> Result<TuneReport> {
+    match given {
+        Some(schedule) => Ok(TuneReport::plain(
+            TuningSource::Given,
+            schedule,
+            String::new(),
+        )),
+        None => choose(backend, job, settings),
+    }
+}
+
 /// Chooses the schedule of `job` on `backend` (running trials on it when tuning) per the module
 /// documentation. The caller then runs the returned schedule.
 ///

@@ -92,11 +92,7 @@ fn summarise(times: &[f64]) -> Trial {
     let mut sorted = times.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
-    };
+    let median = median(&sorted);
     let spread = if median > 0.0 {
         (sorted[n - 1] - sorted[0]) / median
     } else {
@@ -106,6 +102,18 @@ fn summarise(times: &[f64]) -> Trial {
         seconds: median,
         spread,
         repeats: n as u32,
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count); NaN when empty.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]),
     }
 }
 
@@ -216,9 +224,9 @@ fn time_paired_on(
     let [ta, tb] = times;
     let ratios: Vec<f64> = ta.iter().zip(&tb).map(|(x, y)| y / x).collect();
     Some(Paired {
-        first: summarise(&ta).seconds,
-        second: summarise(&tb).seconds,
-        ratio: summarise(&ratios).seconds,
+        first: median(&ta),
+        second: median(&tb),
+        ratio: median(&ratios),
     })
 }
 
