@@ -8,39 +8,17 @@ use std::path::PathBuf;
 use stencil::prelude::*;
 use stencil::{Backend, CpuBackend, TunePolicy, TuningCache, interp};
 
-stencil! {
-    fn heat(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
-        out[i, j, k] = c0 * u[i, j, k]
-            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
-                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
-    }
+mod common;
+use common::{N, heat, random_grid};
 
+stencil! {
     fn smooth(u: &Grid1<f32>, out: &mut Grid1<f32>) {
         out[i] = 0.5 * u[i] + 0.25 * (u[i-1] + u[i+1]);
     }
 }
 
-/// 64^3 = 2^18 points: the smallest interior `quick` tunes.
-const N: usize = 64;
-
 fn temp_cache(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stencil-padding-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join("tuning.json")
-}
-
-/// Random interior and halo.
-fn random_grid(seed: u64) -> Grid3<f64> {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut u = Grid3::<f64>::new([N, N, N]).expect("grid");
-    u.fill_with(|_| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    });
-    u
+    common::temp_cache("padding", name)
 }
 
 fn bits(g: &Grid3<f64>) -> Vec<u64> {

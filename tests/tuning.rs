@@ -12,13 +12,10 @@ use std::process::Command;
 use stencil::prelude::*;
 use stencil::{Schedule, TunePolicy, TuneReport, TuningCache, TuningSource};
 
-stencil! {
-    fn heat(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
-        out[i, j, k] = c0 * u[i, j, k]
-            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
-                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
-    }
+mod common;
+use common::{N, heat};
 
+stencil! {
     fn blur(u: &Grid2<f64>, out: &mut Grid2<f64>) {
         out[i, j] = 0.25 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
     }
@@ -26,29 +23,16 @@ stencil! {
 
 const ROLE_VAR: &str = "STENCIL_TUNING_TEST_ROLE";
 const CACHE_VAR: &str = "STENCIL_TUNING_TEST_CACHE";
-/// 64^3 = 2^18 points: the smallest interior `quick` tunes.
-const N: usize = 64;
 const C0: f64 = 0.4;
 const C1: f64 = 0.1;
 
 fn temp_cache(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stencil-tuning-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join("tuning.json")
+    common::temp_cache("tuning", name)
 }
 
 /// Random input (interior and halo), output poisoned with NaN.
 fn grids(seed: u64) -> (Grid3<f64>, Grid3<f64>) {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut u = Grid3::<f64>::new([N, N, N]).expect("grid");
-    u.fill_with(|_| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    });
-    u.update_halo();
+    let u = common::random_grid(seed);
     let mut out = u.like();
     out.fill(f64::NAN);
     (u, out)
