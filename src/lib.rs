@@ -78,7 +78,7 @@ pub mod __private {
     pub use crate::launch::Launch;
     pub use std::sync::LazyLock;
     pub use stencil_core::grid::Grid;
-    pub use stencil_core::row::RowArgs;
+    pub use stencil_core::row::{OutputRun, RowArgs, RowWindow};
     pub use stencil_core::{
         BinaryOp, CmpOp, ElemType, Element, KernelBuilder, LogicOp, Stencil, UnaryOp,
     };

@@ -233,7 +233,7 @@ pub(crate) fn choose<T: Element>(
     let call = Call {
         kernel,
         hash: stencil.hash(),
-        run_time_path: stencil.cpu_rows().is_none(),
+        run_time_path: stencil.cpu_loop().is_none(),
         shape: &shape,
         padding: &padding,
     };

@@ -40,6 +40,6 @@ pub use ir::{
 pub use schedule::{
     CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule, TuningSpace,
 };
-pub use stencil::Stencil;
+pub use stencil::{CpuLoop, Stencil};
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};
 pub use view::{FieldView, FieldViewMut, Geometry};

@@ -40,8 +40,10 @@ impl CpuBackend {
                 .unwrap_or_else(|e| panic!("stencil-cpu first_touch: {e}"));
             let geom = *output.geom();
             let tiling = plan.tiling;
+            // Always on the pool, whatever the size: the owning workers must touch the pages.
             self.execute(
                 partition,
+                usize::MAX,
                 || (),
                 |_, block| {
                     let tile = tiling.tile(block);

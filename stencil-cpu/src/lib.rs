@@ -36,6 +36,7 @@ mod specialised;
 mod streaming;
 mod tiling;
 
+pub use backend::INLINE_POINTS;
 pub use machine::{Machine, Topology, cpu_fingerprint};
 pub use partition::Partition;
 pub use pool::{CpuBackend, THREADS_ENV};

@@ -12,6 +12,7 @@
 
 use std::marker::PhantomData;
 
+use stencil_core::row::OutputRun;
 use stencil_core::{Error, ErrorKind, FieldViewMut, Geometry, Result};
 
 /// One output grid, writable by row from several threads.
@@ -89,6 +90,42 @@ impl<'a, T> OutputRows<'a, T> {
         // `ptr` borrows mutably for `'a` (checked above); the caller guarantees no overlapping slice
         // is alive, so this is the only reference to these elements.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
+}
+
+impl<'a, T> OutputRows<'a, T> {
+    /// The `rows` rows of `len` elements at storage indices `start + r * stride` (a run of
+    /// interior rows), as one [`OutputRun`].
+    ///
+    /// # Panics
+    /// If a row is not inside the storage or, for several rows, `stride < len` (a tiling bug:
+    /// the rows of a run of the interior never are).
+    ///
+    /// # Safety
+    /// No slice returned by `row`, and no row of another `OutputRun` returned by `run`, that
+    /// overlaps one of these rows may be alive while the returned value is.
+    #[inline]
+    pub(crate) unsafe fn run(
+        &self,
+        start: usize,
+        len: usize,
+        stride: usize,
+        rows: usize,
+    ) -> OutputRun<'a, T> {
+        let last = rows
+            .checked_sub(1)
+            .and_then(|r| r.checked_mul(stride))
+            .and_then(|offset| offset.checked_add(start))
+            .and_then(|first| first.checked_add(len));
+        assert!(
+            (rows == 0 || last.is_some_and(|end| end <= self.len)) && (rows <= 1 || stride >= len),
+            "stencil-cpu: output run {start}+{rows}x{stride}({len}) outside storage of {}",
+            self.len
+        );
+        // SAFETY: every row lies inside the storage that `ptr` borrows mutably for `'a` and
+        // distinct rows are disjoint (checked above); the caller guarantees that nothing else
+        // accesses them while the run lives.
+        unsafe { OutputRun::from_raw_parts(self.ptr.add(start), len, stride, rows) }
     }
 }
 

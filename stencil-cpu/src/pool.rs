@@ -115,6 +115,7 @@ impl CpuBackend {
         let dst = crate::output_rows::SharedSlice::new(dst);
         self.execute(
             partition,
+            usize::MAX,
             || (),
             |_, b| {
                 let range = b * BLOCK..((b + 1) * BLOCK).min(src.len());

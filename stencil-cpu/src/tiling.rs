@@ -72,16 +72,6 @@ impl Tiling {
         self.tile[self.n_dims - 1]
     }
 
-    /// The most rows any row run has (the clamped tile extent of the second-to-last
-    /// dimension; 1 in 1-D, where runs have one row).
-    pub(crate) fn max_run_rows(&self) -> usize {
-        if self.n_dims >= 2 {
-            self.tile[self.n_dims - 2]
-        } else {
-            1
-        }
-    }
-
     /// Tile number `index` (`0..n_tiles()`, C order over the tile grid).
     pub(crate) fn tile(&self, index: usize) -> Tile {
         debug_assert!(index < self.n_tiles());
@@ -108,11 +98,30 @@ impl Tiling {
         index: usize,
         grids: &[Geometry],
         bases: &mut [usize],
+        run: impl FnMut(&[usize], usize, usize),
+    ) {
+        self.tile(index)
+            .for_each_run(self.n_dims, grids, bases, run);
+    }
+}
+
+impl Tile {
+    /// [`Tiling::for_each_run`] for this box of an `n_dims`-dimensional interior (a box
+    /// need not belong to a tiling: the time loop's blocks are boxes of their own).
+    #[inline]
+    pub(crate) fn for_each_run(
+        &self,
+        n_dims: usize,
+        grids: &[Geometry],
+        bases: &mut [usize],
         mut run: impl FnMut(&[usize], usize, usize),
     ) {
         assert_eq!(grids.len(), bases.len(), "one base per grid");
-        let tile = self.tile(index);
-        let last = self.n_dims - 1;
+        let tile = *self;
+        if (0..n_dims).any(|d| tile.start[d] >= tile.end[d]) {
+            return;
+        }
+        let last = n_dims - 1;
         let len = tile.end[last] - tile.start[last];
         // Dimensions below `outer` index the runs; a 1-D tile is one run of one row.
         let outer = last.saturating_sub(1);

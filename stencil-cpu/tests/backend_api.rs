@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use common::TestGrid;
-use stencil_core::row::RowArgs;
+use stencil_core::row::{OutputRun, RowArgs};
 use stencil_core::{
     Backend, CpuSchedule, ElemType, ErrorKind, FieldViewMut, Job, Kernel, KernelBuilder, Schedule,
     Stencil,
@@ -85,7 +85,8 @@ fn a_thread_limit_below_the_pool_size_is_respected() {
     let backend = CpuBackend::new(3).unwrap();
     let stencil = Stencil::with_cpu_rows(shift_kernel(), recording_rows).unwrap();
     let mut rng = common::Rng::new(11);
-    let shape = [64, 8];
+    // Above `INLINE_POINTS`, so the job runs on the pool.
+    let shape = [64, stencil_cpu::INLINE_POINTS / 32];
     let input = TestGrid::<f64>::random(&shape, 1, &mut rng, (0.0, 1.0), None);
     for threads in [1, 2] {
         WORKERS.lock().unwrap().clear();
@@ -117,56 +118,67 @@ fn a_thread_limit_below_the_pool_size_is_respected() {
     }
 }
 
-/// Row counts [`block_rows`] was called with.
-static BLOCKS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// (rows, register rows) of each call of [`run_rows`].
+static RUNS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
-/// A point loop for `shift_kernel` that takes register blocks of rows, computing them one by
-/// one through `nth_row`, and records each call's row count.
-fn block_rows(args: &RowArgs<'_, f64>, outs: &mut [&mut [f64]]) {
-    BLOCKS.lock().unwrap().push(args.rows());
-    for (r, out) in outs.iter_mut().enumerate() {
+/// A run loop for `shift_kernel`: computes a run's rows one by one and records each call's
+/// row count and register block.
+fn run_rows(args: &RowArgs<'_, f64>, outs: &mut [OutputRun<'_, f64>]) {
+    RUNS.lock()
+        .unwrap()
+        .push((args.rows(), args.register_rows()));
+    for r in 0..args.rows() {
         let left = args.nth_row(r).input(0, [-1, 0, 0, 0]);
-        for (o, &value) in out.iter_mut().zip(left) {
+        for (o, &value) in outs[0].row(r).iter_mut().zip(left) {
             *o = 2.0 * value;
         }
     }
 }
 
 #[test]
-fn register_blocks_reach_only_point_loops_that_take_them() {
+fn run_loops_get_whole_runs_and_their_register_block_while_row_loops_get_rows() {
     let backend = CpuBackend::new(1).unwrap();
     let mut rng = common::Rng::new(5);
     let shape = [7, 9];
     let input = TestGrid::<f64>::random(&shape, 1, &mut rng, (0.0, 1.0), None);
-    let blocked = Stencil::with_cpu_row_blocks(shift_kernel(), block_rows).unwrap();
-    let single = Stencil::with_cpu_rows(shift_kernel(), block_rows).unwrap();
-    assert!(blocked.cpu_row_blocks() && !single.cpu_row_blocks());
-    // One tile of 7 rows: blocks of 4, then the largest jammed counts that fit.
-    for (stencil, register_rows, expected) in [
-        (&blocked, 4, vec![4, 2, 1]),
-        (&blocked, 2, vec![2, 2, 2, 1]),
-        (&blocked, 3, vec![3, 3, 1]),
-        (&blocked, 1, vec![1; 7]),
-        // More than a run has: the whole run at once (and no overflow sizing the scratch).
-        (&blocked, usize::MAX, vec![7]),
-        (&single, 4, vec![1; 7]),
+    let runs = Stencil::with_cpu_runs(shift_kernel(), run_rows).unwrap();
+    // Tiles of 3 rows over 7: runs of 3, 3 and 1 rows; a row block of 4 points cuts each
+    // run into column blocks of 4, 4 and 1 points.
+    for (register_rows, row_block, expected) in [
+        (4, 0, vec![(3, 4), (3, 4), (1, 4)]),
+        (1, 0, vec![(3, 1), (3, 1), (1, 1)]),
+        (
+            2,
+            4,
+            vec![
+                (3, 2),
+                (3, 2),
+                (3, 2),
+                (3, 2),
+                (3, 2),
+                (3, 2),
+                (1, 2),
+                (1, 2),
+                (1, 2),
+            ],
+        ),
     ] {
-        BLOCKS.lock().unwrap().clear();
+        RUNS.lock().unwrap().clear();
         let mut output = TestGrid::<f64>::poisoned(&shape, 1);
-        let mut job =
-            Job::new(stencil, vec![input.view()], vec![output.view_mut()], vec![]).unwrap();
+        let mut job = Job::new(&runs, vec![input.view()], vec![output.view_mut()], vec![]).unwrap();
         let schedule = CpuSchedule {
-            tile: [7, 0, 0, 0],
+            tile: [3, 0, 0, 0],
             register_rows,
+            row_block,
             ..CpuSchedule::default()
         };
         backend.run(&mut job, &Schedule::Cpu(schedule)).unwrap();
         drop(job);
-        assert_eq!(*BLOCKS.lock().unwrap(), expected, "{register_rows} rows");
+        assert_eq!(*RUNS.lock().unwrap(), expected, "{register_rows} rows");
         common::check_grid(
             &output,
             |p| 2.0 * input.view().get(&[p[0] - 1, p[1]]),
-            "register blocks",
+            "runs",
         );
     }
 }

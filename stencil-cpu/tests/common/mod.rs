@@ -250,7 +250,7 @@ pub(crate) fn check_case<T: Element>(
             let what = format!(
                 "kernel `{}`, shape {shape:?}, specialised {}, {schedule:?}",
                 stencil.kernel().name,
-                stencil.cpu_rows().is_some()
+                stencil.cpu_loop().is_some()
             );
             for (o, grid) in outputs.iter().enumerate() {
                 check_grid(grid, expected_at(o), &format!("{what}, output {o}"));

@@ -132,7 +132,7 @@ pub(super) fn build_statements(kernel: &Kernel) -> TokenStream {
     }
     out.extend(quote! {
         let kernel = b.finish().expect("stencil!: verified at compile time");
-        #p::Stencil::with_cpu_row_blocks(kernel, __rows).expect("stencil!: verified at compile time")
+        #p::Stencil::with_cpu_runs(kernel, __run).expect("stencil!: verified at compile time")
     });
     out
 }

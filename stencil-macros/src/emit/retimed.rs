@@ -152,7 +152,8 @@ pub(super) fn leading(kernel: &Kernel, reads: &[(usize, Offset)]) -> Vec<(usize,
     lead
 }
 
-/// Tokens binding `name` to the leading read's window `[lo, lo + len)` of row `r` of a block
+/// Tokens binding `name` to the leading read's window `[lo, lo + len)` (of the row arguments
+/// `row_args`) of row `r` of a block
 /// of `rows` rows, `max(args.prefetch(), rows) + r` rows further along the second-innermost
 /// dimension: `args.prefetch()` rows ahead, but never a row of the block itself (an empty
 /// slice when off or outside).
@@ -161,8 +162,7 @@ pub(super) fn prefetch_window(
     lead: (usize, Offset),
     name: &Ident,
     (rows, r): (usize, usize),
-    lo: TokenStream,
-    len: TokenStream,
+    (row_args, lo, len): (TokenStream, TokenStream, TokenStream),
 ) -> TokenStream {
     let ahead = format_ident!("__ahead");
     let (input, offset) = lead;
@@ -175,7 +175,7 @@ pub(super) fn prefetch_window(
     quote! {
         let #ahead = args.prefetch().max(#rows) as isize + #r;
         let #name: &[_] = if args.prefetch() > 0 {
-            args.window(#input, #offset, #lo, #len).unwrap_or(&[])
+            #row_args.window(#input, #offset, #lo, #len).unwrap_or(&[])
         } else {
             &[]
         };
@@ -225,10 +225,15 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
         .unwrap_or(0) as usize;
     let lead = leading(kernel, &retimed.members);
     let pf: Vec<Ident> = (0..lead.len()).map(|k| format_ident!("__pf{k}")).collect();
-    let prefetch_setup = lead
-        .iter()
-        .zip(&pf)
-        .map(|(&lead, pf)| prefetch_window(kernel, lead, pf, (1, 0), quote!(lo), quote!(span)));
+    let prefetch_setup = lead.iter().zip(&pf).map(|(&lead, pf)| {
+        prefetch_window(
+            kernel,
+            lead,
+            pf,
+            (1, 0),
+            (quote!(args), quote!(lo), quote!(span)),
+        )
+    });
 
     // Per store: coefficients, one combination per displacement, the value and its store.
     let mut setup = Vec::new();
@@ -415,7 +420,7 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
         quote!(args.param(#k))
     });
     let call = quote! {
-        if __point_loop_retimed(args, #(&mut #outputs[..n],)* #(#param_args),*) {
+        if __point_loop_retimed(&args.nth_row(r), #(&mut #outputs[..n],)* #(#param_args),*) {
             return;
         }
     };

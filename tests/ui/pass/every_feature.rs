@@ -49,7 +49,7 @@ stencil! {
 fn check<T: stencil::Element>(stencil: &stencil::Stencil<T>, name: &str) {
     assert_eq!(stencil.kernel().name, name);
     assert!(
-        stencil.cpu_rows().is_some(),
+        stencil.cpu_loop().is_some(),
         "{name} has a generated point loop"
     );
     let report = stencil::verify(stencil).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -89,34 +89,44 @@ fn the_expansion_has_the_contracted_shape() {
         names,
         [
             "stencil",
-            "__rows",
-            "__point_loop_streaming",
-            "__point_loop_prefetching",
-            "__point_loop",
-            "__rows_j2",
-            "__point_loop_streaming_j2",
-            "__point_loop_prefetching_j2",
-            "__point_loop_j2",
+            "__run",
             "__rows_j4",
             "__point_loop_streaming_j4",
             "__point_loop_prefetching_j4",
             "__point_loop_j4",
+            "__rows_j2",
+            "__point_loop_streaming_j2",
+            "__point_loop_prefetching_j2",
+            "__point_loop_j2",
+            "__rows",
+            "__point_loop_streaming",
+            "__point_loop_prefetching",
+            "__point_loop",
         ]
     );
     let module_text = quote::quote!(#module).to_string();
-    // One window per input row: u[i-1, j, k] alone, u[i, j, k-1..=k+1] as one span.
+    // One window per input row: u[i-1, j, k] alone, u[i, j, k-1..=k+1] as one span, each
+    // located once per run and read row by row.
     for window in [
-        "args . span (0 , [- 1 , 0 , 0 , 0] , 0 , n + 0)",
-        "args . span (0 , [0 , 0 , 0 , 0] , - 1 , n + 2)",
+        "args . row_window (0 , [- 1 , 0 , 0 , 0] , 0)",
+        "args . row_window (0 , [0 , 0 , 0 , 0] , - 1)",
+        "w [0] . at (r , n + 2)",
+        "w [1] . at (r , n + 0)",
     ] {
         assert!(module_text.contains(window), "{window} in {module_text}");
     }
-    // Rows with more than one row jam: __rows hands them to __rows_j2 / __rows_j4.
-    assert!(
-        module_text.contains("2 => return __rows_j2 (args , outs) ,")
-            && module_text.contains("4 => return __rows_j4 (args , outs) ,"),
-        "{module_text}"
-    );
+    // A run's rows go four at a time while the register block allows it and they fit, then
+    // two, then one.
+    for walk in [
+        "if jam >= 4 && r + 4 <= rows",
+        "__rows_j4 (args , & w , r , o0_0 , o0_1 , o0_2 , o0_3)",
+        "if jam >= 2 && r + 2 <= rows",
+        "__rows_j2 (args , & w , r , o0_0 , o0_1)",
+        "if r < rows",
+        "__rows (args , & w , r , o0)",
+    ] {
+        assert!(module_text.contains(walk), "{walk} in {module_text}");
+    }
     assert!(
         module_text.contains("# [doc ="),
         "the module and `stencil()` are documented"
@@ -140,7 +150,10 @@ fn a_kernel_whose_partial_sums_pay_gets_the_retimed_loop() {
     }";
     let text = expand(tokens(source)).to_string();
     assert!(text.contains("fn __point_loop_retimed"), "{text}");
-    assert!(text.contains("if __point_loop_retimed (args"), "{text}");
+    assert!(
+        text.contains("if __point_loop_retimed (& args . nth_row (r)"),
+        "{text}"
+    );
     for shift in ["shifted :: < - 1 >", "shifted :: < 1 >"] {
         assert!(text.contains(shift), "missing {shift} in {text}");
     }

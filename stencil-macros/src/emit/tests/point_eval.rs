@@ -1,8 +1,9 @@
 //! An evaluator for the row functions `emit::point_loop` prints (f64 kernels), at one point:
 //! it reads which input window (input, row offset, first unit-stride offset) and parameter
 //! each argument of a point loop is from the row function that calls it (`__rows`, or
-//! `__rows_jR` for a jammed block of `R` rows), then evaluates the loop body as written. Tests
-//! compare it with core's interpreter.
+//! `__rows_jR` for a jammed block of `R` rows) and the window descriptors `__run` hands that
+//! function, then evaluates the loop body as written. Tests compare it with core's
+//! interpreter.
 
 use std::collections::HashMap;
 
@@ -61,8 +62,57 @@ fn int(expr: &syn::Expr) -> isize {
     }
 }
 
-/// What each point loop argument is, from the call in the row function `rows`.
-fn sources(rows: &syn::ItemFn) -> Vec<Source> {
+/// The window descriptors `__run` computes for the row function named `row_fn`: the array
+/// `w` bound in the branch whose loop calls it, each entry `args.row_window(input, offset,
+/// lo)`.
+fn descriptors(run: &syn::ItemFn, row_fn: &str) -> Vec<(usize, [isize; 4], isize)> {
+    for statement in &run.block.stmts {
+        let syn::Stmt::Expr(syn::Expr::If(branch), _) = statement else {
+            continue;
+        };
+        let [
+            syn::Stmt::Local(w),
+            syn::Stmt::Expr(syn::Expr::While(walk), _),
+        ] = branch.then_branch.stmts.as_slice()
+        else {
+            panic!("a branch of __run binds `w` and walks the rows")
+        };
+        let calls_it = walk.body.stmts.iter().any(|s| {
+            matches!(s, syn::Stmt::Expr(syn::Expr::Call(call), _)
+                if matches!(&*call.func, syn::Expr::Path(p) if p.path.is_ident(row_fn)))
+        });
+        if !calls_it {
+            continue;
+        }
+        let syn::Expr::Array(array) = &*w.init.as_ref().unwrap().expr else {
+            panic!("`w` is an array")
+        };
+        return array
+            .elems
+            .iter()
+            .map(|e| {
+                let syn::Expr::MethodCall(m) = e else {
+                    panic!("a descriptor")
+                };
+                assert_eq!(m.method, "row_window");
+                let args: Vec<_> = m.args.iter().collect();
+                let syn::Expr::Array(offset) = args[1] else {
+                    panic!("offset array")
+                };
+                let mut o = [0; 4];
+                for (d, e) in offset.elems.iter().enumerate() {
+                    o[d] = int(e);
+                }
+                (int(args[0]) as usize, o, int(args[2]))
+            })
+            .collect();
+    }
+    panic!("__run never calls {row_fn}")
+}
+
+/// What each point loop argument is, from the call in the row function `rows` and the window
+/// descriptors `__run` hands it.
+fn sources(rows: &syn::ItemFn, descriptors: &[(usize, [isize; 4], isize)]) -> Vec<Source> {
     let call = rows
         .block
         .stmts
@@ -76,16 +126,13 @@ fn sources(rows: &syn::ItemFn) -> Vec<Source> {
         .iter()
         .map(|arg| match arg {
             syn::Expr::Reference(_) => Source::Output,
-            syn::Expr::MethodCall(m) if m.method == "span" => {
-                let args: Vec<_> = m.args.iter().collect();
-                let syn::Expr::Array(offset) = args[1] else {
-                    panic!("offset array")
+            // `w[k].at(r, n + extra)`: descriptor `k`.
+            syn::Expr::MethodCall(m) if m.method == "at" => {
+                let syn::Expr::Index(index) = &*m.receiver else {
+                    panic!("a window of `w`")
                 };
-                let mut o = [0; 4];
-                for (d, e) in offset.elems.iter().enumerate() {
-                    o[d] = int(e);
-                }
-                Source::Window(int(args[0]) as usize, o, int(args[2]))
+                let (input, offset, lo) = descriptors[int(&index.index) as usize];
+                Source::Window(input, offset, lo)
             }
             syn::Expr::MethodCall(m) if m.method == "param" => {
                 Source::Param(int(m.args.first().unwrap()) as usize)
@@ -107,7 +154,8 @@ pub(super) fn evaluate(
     params: &[f64],
 ) -> Vec<f64> {
     let file: syn::File = syn::parse2(rows).expect("row functions parse");
-    let sources = sources(function(&file, row_fn));
+    let descriptors = descriptors(function(&file, "__run"), row_fn);
+    let sources = sources(function(&file, row_fn), &descriptors);
     let point_loop = function(&file, point_loop);
     let mut env: HashMap<String, Value> = HashMap::new();
     let mut windows: HashMap<String, (usize, [isize; 4], isize)> = HashMap::new();
