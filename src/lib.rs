@@ -42,6 +42,7 @@ extern crate self as stencil;
 pub mod kernels;
 mod launch;
 pub mod padding;
+pub mod steps;
 pub mod tuning;
 pub mod verify;
 
@@ -56,6 +57,7 @@ pub use stencil_core::{
 pub use stencil_cpu::CpuBackend;
 pub use stencil_macros::stencil;
 pub use stencil_tune::{TunePolicy, TuningCache};
+pub use steps::{StepState, Steps, StepsReport};
 pub use tuning::{TuneReport, TuningSource};
 pub use verify::{VerifyConfig, VerifyReport, verify, verify_with};
 
@@ -69,13 +71,16 @@ pub use ndarray;
 
 /// What a simulation code needs in scope: grids, boundaries, the macro and the error type.
 pub mod prelude {
-    pub use crate::{Boundary, Error, Grid, Grid1, Grid2, Grid3, Grid4, Launch, Side, stencil};
+    pub use crate::{
+        Boundary, Error, Grid, Grid1, Grid2, Grid3, Grid4, Launch, Side, StepState, Steps, stencil,
+    };
 }
 
 /// Paths used by code that `stencil!` generates. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::launch::Launch;
+    pub use crate::steps::{Steps, StepsGrid};
     pub use std::sync::LazyLock;
     pub use stencil_core::grid::Grid;
     pub use stencil_core::row::{OutputRun, RowArgs, RowWindow};

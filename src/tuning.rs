@@ -61,6 +61,32 @@ const CONFIRM: HarnessConfig = HarnessConfig {
     abandon_ratio: 0.0,
 };
 
+/// How a time loop's candidates are timed: each call runs several steps on copies of the
+/// grids (tens of milliseconds at 256^3), so one warm-up and two repeats of at least 5 ms
+/// leave room for about eight candidates and the confirmation within a second.
+const TIME_LOOP_HARNESS: HarnessConfig = HarnessConfig {
+    warmup_runs: 1,
+    min_repeat: Duration::from_millis(5),
+    repeats: 2,
+    abandon_ratio: 0.8,
+};
+
+/// The confirmation of a time loop's tuned schedule against the default: 3 paired rounds.
+const TIME_LOOP_CONFIRM: HarnessConfig = HarnessConfig {
+    warmup_runs: 0,
+    min_repeat: Duration::from_millis(10),
+    repeats: 3,
+    abandon_ratio: 0.0,
+};
+
+/// Steps each trial of a time loop runs: a multiple of every temporal blocking depth the
+/// CPU space offers (1, 2, 4, 8), so every candidate runs whole blocks of steps.
+pub const TIME_LOOP_TRIAL_STEPS: usize = 8;
+
+/// Calls of fewer steps are not tuned under `quick` (the tuning would cost more than the
+/// steps): they run the backend's default schedule.
+pub const MIN_TUNED_STEPS: usize = 8;
+
 /// Seed of the strategies' random choices: tuning is repeatable up to timing noise.
 const SEED: u64 = 0x5354_454e_4349_4c31;
 
@@ -223,6 +249,7 @@ pub(crate) fn choose<T: Element>(
         default: backend.default_schedule(kernel, &shape),
         space: &|| backend.tuning_space(kernel, &shape),
         bandwidth: &|| backend.measure_bandwidth(),
+        time_loop: None,
     };
     let padding: Vec<usize> = job
         .inputs()
@@ -239,6 +266,58 @@ pub(crate) fn choose<T: Element>(
     };
     choose_for(&call, &target, settings, &mut |schedule| {
         backend.run(job, schedule).is_ok()
+    })
+}
+
+/// The schedule of a time loop of `stencil` on `backend` over an interior of `shape` (grids
+/// padded by `padding` lines, in the kernel's field order) running `steps` steps: remembered,
+/// cached or tuned now, `trial(schedule, n)` running `n` steps on copies of the grids
+/// (`false`: it failed). Keyed like a sweep's schedule plus the time loop's step-count class.
+///
+/// # Errors
+/// [`ErrorKind::BadArgument`] when `STENCIL_TUNE` names no policy.
+pub(crate) fn choose_steps<T: Element>(
+    backend: &dyn Backend<T>,
+    stencil: &Stencil<T>,
+    shape: &[usize],
+    padding: &[usize],
+    steps: usize,
+    settings: &TuneSettings,
+    trial: &mut dyn FnMut(&Schedule, usize) -> bool,
+) -> Result<TuneReport> {
+    let kernel = stencil.kernel();
+    let default = backend.default_schedule(kernel, shape);
+    let policy = match settings.policy {
+        Some(p) => p,
+        None => {
+            stencil_tune::policy().map_err(|e| Error::new(ErrorKind::BadArgument, e.to_string()))?
+        }
+    };
+    if policy == TunePolicy::Quick && steps < MIN_TUNED_STEPS {
+        return Ok(TuneReport::plain(
+            TuningSource::Default,
+            default,
+            String::new(),
+        ));
+    }
+    let class = stencil_core::steps::steps_class(steps);
+    let target = Target {
+        backend: format!("{} (time loop, steps class {class})", backend.name()),
+        device: backend.tuning_device(),
+        default,
+        space: &|| backend.steps_tuning_space(kernel, shape, steps),
+        bandwidth: &|| backend.measure_bandwidth(),
+        time_loop: Some(TIME_LOOP_TRIAL_STEPS),
+    };
+    let call = Call {
+        kernel,
+        hash: stencil.hash(),
+        run_time_path: stencil.cpu_loop().is_none(),
+        shape,
+        padding,
+    };
+    choose_for(&call, &target, settings, &mut |schedule| {
+        trial(schedule, TIME_LOOP_TRIAL_STEPS)
     })
 }
 
@@ -280,6 +359,7 @@ pub fn tune_on_device<T: GpuElement, const D: usize>(
         default: Schedule::Gpu(default),
         space: &|| Some(stencil_cuda::runtime::tuning_space(kernel, &shape, caps)),
         bandwidth: &|| device.copy_bandwidth(256 << 20, 10).ok(),
+        time_loop: None,
     };
     let padding: Vec<usize> = inputs
         .iter()
@@ -332,6 +412,10 @@ struct Target<'a> {
     space: &'a dyn Fn() -> Option<TuningSpace>,
     /// Measures the device's bandwidth now.
     bandwidth: &'a dyn Fn() -> Option<f64>,
+    /// For a time loop, the steps each trial runs (`run` then runs that many steps): times
+    /// are divided by it, and the sweep's roofline bound neither stops nor prunes the search
+    /// (temporal blocking can beat it).
+    time_loop: Option<usize>,
 }
 
 /// [`choose`] for any target: `run` runs one sweep under a schedule (`false`: it failed).
@@ -436,8 +520,9 @@ fn choose_for(
                 space: &space,
                 roofline: &roofline,
                 bound,
-                prune: memory_bound,
+                prune: memory_bound && target.time_loop.is_none(),
                 started,
+                time_loop: target.time_loop,
             };
             let (report, entry) = tuned.search(&kernel.name, target.default, run, policy);
             if let (Some(cache), Some(entry)) = (&cache, entry)
@@ -575,6 +660,8 @@ struct Tuned<'a> {
     /// Whether the model may prune (its times are comparable with measured ones).
     prune: bool,
     started: Instant,
+    /// Steps per trial, for a time loop (see [`Target::time_loop`]).
+    time_loop: Option<usize>,
 }
 
 impl Tuned<'_> {
@@ -588,7 +675,13 @@ impl Tuned<'_> {
         policy: TunePolicy,
     ) -> (TuneReport, Option<TunedEntry>) {
         let space = self.space;
-        let plan = policy.plan(space.space().n_points(), self.bound);
+        let steps = self.time_loop.unwrap_or(1) as f64;
+        // A time loop's trial time is per trial of several steps: no sweep bound applies.
+        let bound = self.bound.filter(|_| self.time_loop.is_none());
+        let mut plan = policy.plan(space.space().n_points(), bound);
+        if self.time_loop.is_some() {
+            plan.harness = TIME_LOOP_HARNESS;
+        }
         let model = RooflineModel {
             roofline: self.roofline.clone(),
             space: space.space(),
@@ -606,7 +699,7 @@ impl Tuned<'_> {
         let mut hook = |p: &Progress<'_>| line.update(p);
         let options = TuneOptions {
             model: Some(&model),
-            bound_seconds: self.bound,
+            bound_seconds: bound,
             seed: SEED,
             prune: self.prune,
             baseline: &baseline,
@@ -621,6 +714,14 @@ impl Tuned<'_> {
         line.finish();
         let tuning_seconds = self.started.elapsed().as_secs_f64();
         let fraction = |seconds: f64| self.bound.map(|_| self.roofline.fraction_of_bound(seconds));
+        // Per step, for a time loop.
+        let outcome = stencil_tune::search::Outcome {
+            best: outcome.best.map(|mut found| {
+                found.trial.seconds /= steps;
+                found
+            }),
+            ..outcome
+        };
         let best = outcome.best.as_ref().map(|found| {
             let default_point = space
                 .default_point
@@ -631,12 +732,23 @@ impl Tuned<'_> {
                     let baseline = space.schedule(point).expect("checked legal");
                     // Both closures run sweeps through the one `run`, never at once.
                     let run = std::cell::RefCell::new(&mut *run);
-                    let paired = time_paired(
-                        &CONFIRM,
-                        &mut || (*run.borrow_mut())(&baseline),
-                        &mut || (*run.borrow_mut())(&winner),
-                    );
-                    confirmed(found, point, paired)
+                    let confirm = match self.time_loop {
+                        Some(_) => &TIME_LOOP_CONFIRM,
+                        None => &CONFIRM,
+                    };
+                    let paired =
+                        time_paired(confirm, &mut || (*run.borrow_mut())(&baseline), &mut || {
+                            (*run.borrow_mut())(&winner)
+                        });
+                    confirmed(
+                        found,
+                        point,
+                        paired.map(|p| Paired {
+                            first: p.first / steps,
+                            second: p.second / steps,
+                            ..p
+                        }),
+                    )
                 }
                 _ => found.clone(),
             }

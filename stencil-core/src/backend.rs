@@ -10,6 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Kernel;
 use crate::schedule::{Schedule, TuningSpace};
 use crate::stencil::Stencil;
+use crate::steps::StepsJob;
 use crate::view::{FieldView, FieldViewMut, Geometry};
 
 /// One validated kernel call: the stencil, its grids and its parameters.
@@ -205,6 +206,40 @@ pub trait Backend<T: Element>: Send + Sync {
     /// [`ErrorKind::InvalidSchedule`] if `schedule` is not for this backend; backend-specific
     /// failures otherwise.
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()>;
+
+    /// Runs `steps` more steps of the time loop `job` under `schedule`, leaving
+    /// [`StepsJob::done`] advanced by `steps`. Each step computes what [`run`](Self::run)
+    /// computes and fills the halo of every grid it wrote (see [`crate::steps`]); a backend may
+    /// run several steps per trip through memory (temporal blocking) as long as every value
+    /// it leaves is the one the steps one after another leave, bit for bit. The default runs
+    /// the steps one after another through [`run`](Self::run).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); steps done before an error are counted in `job`.
+    fn run_steps(
+        &self,
+        job: &mut StepsJob<'_, T>,
+        schedule: &Schedule,
+        steps: usize,
+    ) -> Result<()> {
+        for _ in 0..steps {
+            job.step_with(|step| self.run(step, schedule))?;
+        }
+        Ok(())
+    }
+
+    /// The candidates the tuner may choose from for a time loop of `kernel` on an interior of
+    /// `shape` running about `steps` steps per call, or `None` (the default) when time loops on
+    /// this backend are not tuned (they then run [`default_schedule`](Self::default_schedule)).
+    fn steps_tuning_space(
+        &self,
+        kernel: &Kernel,
+        shape: &[usize],
+        steps: usize,
+    ) -> Option<TuningSpace> {
+        let _ = (kernel, shape, steps);
+        None
+    }
 
     /// What a tuned schedule on this backend depends on besides the kernel and the shape: the
     /// device's fingerprint (CPU model and core count; GPU name and compute capability) and the

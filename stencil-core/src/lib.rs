@@ -6,7 +6,8 @@
 //! - [`interp`]: the reference interpreter, the oracle every backend is checked against;
 //! - [`grid`]: `Grid<T, D>` with halo, padding, alignment and boundary conditions;
 //! - [`Stencil`], [`Job`], [`Backend`], [`Schedule`]: what backends implement and receive;
-//! - [`row`]: the contract between macro-generated CPU code and CPU backends.
+//! - [`row`]: the contract between macro-generated CPU code and CPU backends;
+//! - [`steps`]: time loops ([`StepsJob`]: a kernel stepped with its grids rotating).
 //!
 //! This crate depends on no backend technology (no rayon, no CUDA, no syn).
 
@@ -26,6 +27,7 @@ pub mod row;
 pub mod schedule;
 pub mod simplify;
 pub mod stencil;
+pub mod steps;
 pub mod verify;
 pub mod view;
 
@@ -41,5 +43,6 @@ pub use schedule::{
     CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule, TuningSpace,
 };
 pub use stencil::{CpuLoop, Stencil};
+pub use steps::{Rotation, StepsJob};
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};
 pub use view::{FieldView, FieldViewMut, Geometry};

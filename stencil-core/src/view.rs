@@ -240,6 +240,24 @@ impl<T: Copy> FieldViewMut<'_, T> {
     }
 }
 
+impl<'a, T> FieldViewMut<'a, T> {
+    /// A mutable view of the same storage for a shorter time.
+    pub fn reborrow(&mut self) -> FieldViewMut<'_, T> {
+        FieldViewMut {
+            geom: self.geom,
+            data: &mut *self.data,
+        }
+    }
+
+    /// This view, read-only for the rest of its lifetime.
+    pub fn into_shared(self) -> FieldView<'a, T> {
+        FieldView {
+            geom: self.geom,
+            data: self.data,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,6 +114,28 @@ impl CpuBackend {
     }
 }
 
+impl CpuBackend {
+    /// Runs `work(w)` for every worker `w` in `0..workers` at once, each on its own pool
+    /// thread (`workers` at most the pool's size), or on the calling thread when `workers`
+    /// is 1.
+    pub(crate) fn on_workers(&self, workers: usize, work: impl Fn(usize) + Sync + Send) {
+        if workers <= 1 {
+            work(0);
+            return;
+        }
+        assert!(
+            workers <= self.threads(),
+            "stencil-cpu: {workers} workers on a pool of {}",
+            self.threads()
+        );
+        self.pool().broadcast(|ctx| {
+            if ctx.index() < workers {
+                work(ctx.index());
+            }
+        });
+    }
+}
+
 impl<T: Element> Backend<T> for CpuBackend {
     fn name(&self) -> String {
         "cpu".to_string()
@@ -149,6 +171,42 @@ impl<T: Element> Backend<T> for CpuBackend {
 
     fn measure_bandwidth(&self) -> Option<f64> {
         Some(self.copy_bandwidth())
+    }
+
+    /// Temporal blocking by wavefront when the schedule's
+    /// [`time_depth`](CpuSchedule::time_depth) (or the default's) is above 1 and no grid of
+    /// the rotation has a periodic face in dimension 0; steps one after another otherwise (see
+    /// the crate's `steps` module).
+    ///
+    /// # Errors
+    /// As [`run`](Backend::run).
+    fn run_steps(
+        &self,
+        job: &mut stencil_core::StepsJob<'_, T>,
+        schedule: &Schedule,
+        steps: usize,
+    ) -> Result<()> {
+        match schedule {
+            Schedule::Cpu(s) => self.cpu_run_steps(job, s, steps),
+            other => Err(Error::new(
+                ErrorKind::InvalidSchedule,
+                format!("the CPU backend cannot run schedule {other:?}"),
+            )),
+        }
+    }
+
+    fn steps_tuning_space(
+        &self,
+        kernel: &Kernel,
+        shape: &[usize],
+        _steps: usize,
+    ) -> Option<TuningSpace> {
+        Some(crate::steps::steps_tuning_space(
+            crate::Machine::detect(),
+            kernel,
+            shape,
+            self.threads(),
+        ))
     }
 
     /// # Errors
@@ -208,7 +266,7 @@ impl<T: Element> Backend<T> for CpuBackend {
             None => {
                 let program = Program::compile(kernel);
                 let options = (plan.rows.row_block, plan.rows.streaming);
-                let run = GenericRun::new(program, plan.tiling, inputs, &outputs, params, options);
+                let run = GenericRun::new(&program, plan.tiling, inputs, &outputs, params, options);
                 self.execute(
                     partition,
                     points,

@@ -33,6 +33,7 @@ mod pool;
 mod schedules;
 mod space;
 mod specialised;
+mod steps;
 mod streaming;
 mod tiling;
 
@@ -45,4 +46,5 @@ pub use schedules::{
 };
 pub use space::ScheduleSpace;
 pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS};
+pub use steps::{DEFAULT_TIME_DEPTH, TIME_DEPTHS};
 pub use streaming::{LINE_BYTES, StreamWidth, stream_line};

@@ -41,26 +41,33 @@ impl<'a, T> OutputRows<'a, T> {
     /// gives for its interior, halo, element size and padding, or its storage is not
     /// `geom.len` elements.
     pub(crate) fn new(view: &'a mut FieldViewMut<'_, T>, name: &str) -> Result<Self> {
-        let geom = view.geom;
-        let canonical = Geometry::padded(
-            geom.interior(),
-            geom.halo,
-            std::mem::size_of::<T>(),
-            geom.pad_lines,
-        );
-        if canonical.ok() != Some(geom) || view.data.len() != geom.len {
-            return Err(Error::new(
-                ErrorKind::BadArgument,
-                format!(
-                    "output `{name}` has a layout that Geometry::padded does not produce \
-                     ({} elements of storage for {geom:?})",
-                    view.data.len()
-                ),
-            ));
-        }
+        check_layout::<T>(&view.geom, view.data.len(), name)?;
         Ok(OutputRows {
             ptr: view.data.as_mut_ptr(),
             len: view.data.len(),
+            geom: view.geom,
+            _storage: PhantomData,
+        })
+    }
+
+    /// Row access to the `len` elements at `ptr`, laid out by `geom`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    ///
+    /// # Safety
+    /// For `'a`, the `len` elements at `ptr` must be valid for reads and writes and accessed
+    /// through nothing but this value's rows.
+    pub(crate) unsafe fn from_raw_parts(
+        ptr: *mut T,
+        len: usize,
+        geom: Geometry,
+        name: &str,
+    ) -> Result<Self> {
+        check_layout::<T>(&geom, len, name)?;
+        Ok(OutputRows {
+            ptr,
+            len,
             geom,
             _storage: PhantomData,
         })
@@ -127,6 +134,26 @@ impl<'a, T> OutputRows<'a, T> {
         // accesses them while the run lives.
         unsafe { OutputRun::from_raw_parts(self.ptr.add(start), len, stride, rows) }
     }
+}
+
+/// Checks that `geom` is a layout [`Geometry::padded`] produces, of `len` elements of `T`.
+pub(crate) fn check_layout<T>(geom: &Geometry, len: usize, name: &str) -> Result<()> {
+    let canonical = Geometry::padded(
+        geom.interior(),
+        geom.halo,
+        std::mem::size_of::<T>(),
+        geom.pad_lines,
+    );
+    if canonical.ok() != Some(*geom) || len != geom.len {
+        return Err(Error::new(
+            ErrorKind::BadArgument,
+            format!(
+                "output `{name}` has a layout that Geometry::padded does not produce \
+                 ({len} elements of storage for {geom:?})"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A mutable slice shared by several threads that each take disjoint ranges of it.

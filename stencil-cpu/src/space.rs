@@ -233,6 +233,8 @@ impl ScheduleSpace {
             register_rows,
             stores,
             prefetch,
+            time_depth: 0,
+            time_slab: 0,
         }
     }
 
@@ -321,6 +323,8 @@ impl ScheduleSpace {
                 register_rows: this.register_rows[rest[2]],
                 stores: this.stores[rest[3]],
                 prefetch: this.prefetch[rest[4]],
+                time_depth: 0,
+                time_slab: 0,
             }))
         };
         let default = crate::schedules::default_schedule(&self.shape, workers);

@@ -72,6 +72,12 @@ impl Tiling {
         self.tile[self.n_dims - 1]
     }
 
+    /// The tiles' extent along dimension `d` (clamped to the interior; the last tile of the
+    /// dimension may be shorter).
+    pub(crate) fn extent(&self, d: usize) -> usize {
+        self.tile[d]
+    }
+
     /// Tile number `index` (`0..n_tiles()`, C order over the tile grid).
     pub(crate) fn tile(&self, index: usize) -> Tile {
         debug_assert!(index < self.n_tiles());
@@ -86,28 +92,15 @@ impl Tiling {
         }
         Tile { start, end }
     }
-
-    /// Calls `run(bases, n_rows, len)` for every row run of tile `index`, in storage order:
-    /// `bases[g]` is the storage index, in the grid of layout `grids[g]`, of the run's first
-    /// point; the run has `n_rows` rows of `len` points, and row `r` starts at
-    /// `bases[g] + r * row_stride(&grids[g])`. `bases` is the caller's buffer of `grids.len()`
-    /// entries.
-    #[inline]
-    pub(crate) fn for_each_run(
-        &self,
-        index: usize,
-        grids: &[Geometry],
-        bases: &mut [usize],
-        run: impl FnMut(&[usize], usize, usize),
-    ) {
-        self.tile(index)
-            .for_each_run(self.n_dims, grids, bases, run);
-    }
 }
 
 impl Tile {
-    /// [`Tiling::for_each_run`] for this box of an `n_dims`-dimensional interior (a box
-    /// need not belong to a tiling: the time loop's blocks are boxes of their own).
+    /// Calls `run(bases, n_rows, len)` for every row run of this box of an `n_dims`-dimensional
+    /// interior, in storage order (a box need not belong to a tiling: the time loop's blocks
+    /// are boxes of their own): `bases[g]` is the storage index, in the grid of layout
+    /// `grids[g]`, of the run's first point; the run has `n_rows` rows of `len` points, and row
+    /// `r` starts at `bases[g] + r * row_stride(&grids[g])`. `bases` is the caller's buffer of
+    /// `grids.len()` entries. Nothing is called for an empty box.
     #[inline]
     pub(crate) fn for_each_run(
         &self,
@@ -189,7 +182,8 @@ mod tests {
         let mut visits = [vec![0u32; grids[0].len], vec![0u32; grids[1].len]];
         let mut bases = [0; 2];
         for t in 0..tiling.n_tiles() {
-            tiling.for_each_run(t, &grids, &mut bases, |bases, n_rows, len| {
+            let tile = tiling.tile(t);
+            tile.for_each_run(shape.len(), &grids, &mut bases, |bases, n_rows, len| {
                 assert!(len >= 1 && len <= tiling.max_row_len());
                 assert!(n_rows >= 1);
                 for ((seen, &base), geom) in visits.iter_mut().zip(bases).zip(&grids) {

@@ -21,7 +21,13 @@ fn expand_kernel(item: parse::KernelItem) -> TokenStream {
     let mut diagnostics = Diagnostics::default();
     let model = model::build(item, &mut diagnostics);
     let checked = validate::check(&model, &mut diagnostics);
-    match lower::lower(&checked, &mut diagnostics) {
+    let lowered = lower::lower(&checked, &mut diagnostics);
+    if let (Some(kernel), Some(rotate)) = (&lowered, &model.rotate)
+        && !rotate.chains.is_empty()
+    {
+        model::check_rotate(rotate, kernel, &mut diagnostics);
+    }
+    match lowered {
         Some(kernel) if diagnostics.is_empty() => emit::kernel(&model, &kernel),
         _ => {
             if diagnostics.is_empty() {

@@ -293,6 +293,34 @@ impl<T: Element, const D: usize> Grid<T, D> {
         }
     }
 
+    /// A mutable view for a time loop, which writes interior and halo points (filling the
+    /// halo of what it writes) and then calls [`mark_halo_filled`](Self::mark_halo_filled)
+    /// on the grids it wrote: unlike [`kernel_output_view`](Self::kernel_output_view) it marks
+    /// nothing, so a loop that fails before writing leaves the grid as it was.
+    #[doc(hidden)]
+    pub fn time_loop_view(&mut self) -> FieldViewMut<'_, T> {
+        FieldViewMut {
+            geom: self.geometry,
+            data: &mut self.storage,
+        }
+    }
+
+    /// Whether every halo point holds what the boundaries prescribed at the last fill (no
+    /// halo point written since): then a fill may skip the constant faces.
+    #[doc(hidden)]
+    pub fn halo_filled(&self) -> bool {
+        self.halo_current
+    }
+
+    /// Records that the whole halo was just filled from the current interior (by a time loop
+    /// through [`time_loop_view`](Self::time_loop_view)), as
+    /// [`update_halo`](Self::update_halo) would leave it.
+    #[doc(hidden)]
+    pub fn mark_halo_filled(&mut self) {
+        self.interior_changed = false;
+        self.halo_current = true;
+    }
+
     /// Whether the halo may be out of date: the interior may have changed since the last
     /// [`update_halo`](Self::update_halo) and some face's condition depends on the interior
     /// (`Periodic`, `ZeroGradient` or `Reflect`).

@@ -57,11 +57,51 @@ pub fn fill_halo<T: Element>(view: &mut FieldViewMut<'_, T>, faces: &[[Boundary<
     if geom.halo == 0 {
         return;
     }
+    let h = geom.halo as isize;
+    fill_halo_planes(view, faces, -h..geom.shape[0] as isize + h);
+}
+
+/// The part of [`fill_halo`] that writes halo points whose coordinate along dimension 0 (the
+/// outermost) lies in `planes` (halo coordinates included): the same values, in the same
+/// order, as a whole fill writes them there, provided every point they are copied from is
+/// final. Those are points whose dimension-0 coordinate is in `planes` (written by this call
+/// first where they are halo points) and, for halo planes of dimension 0, the interior
+/// planes their face condition maps them to: for a halo plane `c`, the plane
+/// `faces[0][side].source(c, n)`, which must hold its final values and its own halo. So a
+/// time loop that computes an outermost-dimension slab of the interior at a time can fill
+/// the slab's halo right away, and each halo plane of dimension 0 once its source plane is
+/// done, and end with the halo a whole fill gives. In one dimension, `planes` are points.
+///
+/// # Panics
+/// As [`fill_halo`].
+pub fn fill_halo_planes<T: Element>(
+    view: &mut FieldViewMut<'_, T>,
+    faces: &[[Boundary<T>; 2]],
+    planes: std::ops::Range<isize>,
+) {
+    let geom = &view.geom;
+    assert_eq!(
+        faces.len(),
+        geom.n_dims,
+        "fill_halo: one pair of faces per dimension"
+    );
+    assert!(
+        view.data.len() >= geom.len,
+        "fill_halo: storage shorter than its geometry"
+    );
+    if geom.halo == 0 {
+        return;
+    }
+    let h = geom.halo as isize;
+    let planes = planes.start.max(-h)..planes.end.min(geom.shape[0] as isize + h);
+    if planes.is_empty() {
+        return;
+    }
     let last = geom.n_dims - 1;
     for (d, pair) in faces[..last].iter().enumerate() {
-        fill_outer_dimension(geom, view.data, d, pair);
+        fill_outer_dimension(geom, view.data, d, pair, &planes);
     }
-    fill_unit_stride_dimension(geom, view.data, &faces[last]);
+    fill_unit_stride_dimension(geom, view.data, &faces[last], &planes);
 }
 
 /// The pass of dimension `d`, which is not the unit-stride one: whole interior rows are
@@ -71,6 +111,7 @@ fn fill_outer_dimension<T: Element>(
     data: &mut [T],
     d: usize,
     faces: &[Boundary<T>; 2],
+    planes: &std::ops::Range<isize>,
 ) {
     let last = geom.n_dims - 1;
     let h = geom.halo as isize;
@@ -92,6 +133,8 @@ fn fill_outer_dimension<T: Element>(
             Side::Low => (-h, 0),
             Side::High => (n_d as isize, n_d as isize + h),
         };
+        let (mut lo, mut hi) = (lo, hi);
+        (lo[0], hi[0]) = (lo[0].max(planes.start), hi[0].min(planes.end));
         for_each_point(&lo[..last], &hi[..last], |p| {
             let dst = row_start(geom, p);
             match boundary.source(p[d], n_d) {
@@ -111,6 +154,7 @@ fn fill_unit_stride_dimension<T: Element>(
     geom: &Geometry,
     data: &mut [T],
     faces: &[Boundary<T>; 2],
+    planes: &std::ops::Range<isize>,
 ) {
     let last = geom.n_dims - 1;
     let h = geom.halo as isize;
@@ -123,6 +167,11 @@ fn fill_unit_stride_dimension<T: Element>(
     for (side, range) in [(Side::Low, -h..0), (Side::High, n_signed..n_signed + h)] {
         let boundary = faces[side.index()];
         for c in range {
+            // In one dimension the unit-stride dimension is dimension 0: only its points in
+            // `planes` are written.
+            if last == 0 && !planes.contains(&c) {
+                continue;
+            }
             let at = (c + h) as usize;
             match boundary.source(c, n) {
                 HaloSource::Value(v) => values.push((at, v)),
@@ -139,6 +188,9 @@ fn fill_unit_stride_dimension<T: Element>(
     let mut hi = [0isize; MAX_DIMS];
     for k in 0..last {
         (lo[k], hi[k]) = (-h, geom.shape[k] as isize + h);
+    }
+    if last > 0 {
+        (lo[0], hi[0]) = (planes.start, planes.end);
     }
     for_each_point(&lo[..last], &hi[..last], |p| {
         let first = row_start(geom, p) - geom.halo;

@@ -25,7 +25,7 @@ mod tests;
 
 pub use boundary::{Boundary, HaloSource, Side};
 pub use dense::{DEFAULT_HALO, Grid};
-pub use halo::fill_halo;
+pub use halo::{fill_halo, fill_halo_planes};
 
 /// A 1-D grid.
 pub type Grid1<T> = Grid<T, 1>;

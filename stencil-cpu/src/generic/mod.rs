@@ -15,7 +15,7 @@ use stencil_core::{Element, FieldView, Geometry};
 
 use crate::output_rows::OutputRows;
 use crate::streaming;
-use crate::tiling::{Tiling, row_stride};
+use crate::tiling::{Tile, Tiling, row_stride};
 
 pub(crate) use program::Program;
 use program::{FillValue, Op, Source};
@@ -26,7 +26,7 @@ pub(crate) const CHUNK: usize = 512;
 
 /// Everything a worker needs to run tiles through the generic evaluator.
 pub(crate) struct GenericRun<'r, T> {
-    program: Program,
+    program: &'r Program,
     tiling: Tiling,
     inputs: &'r [FieldView<'r, T>],
     outputs: &'r [OutputRows<'r, T>],
@@ -61,7 +61,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
     /// of at most `row_block` points (and [`CHUNK`]), storing with streaming stores if
     /// `streaming`.
     pub(crate) fn new(
-        program: Program,
+        program: &'r Program,
         tiling: Tiling,
         inputs: &'r [FieldView<'r, T>],
         outputs: &'r [OutputRows<'r, T>],
@@ -123,40 +123,45 @@ impl<'r, T: Element> GenericRun<'r, T> {
 
     /// Runs every row of tile number `tile`.
     pub(crate) fn run_tile(&self, scratch: &mut EvalScratch<'r, T>, tile: usize) {
+        self.run_box(scratch, &self.tiling.tile(tile));
+    }
+
+    /// Runs every row of the box `tile` of the interior, whose rows are no longer than the
+    /// tiling's (the caller guarantees, as for `SpecialisedRun::run_box`, that no other call
+    /// writing a point of it runs at the same time).
+    pub(crate) fn run_box(&self, scratch: &mut EvalScratch<'r, T>, tile: &Tile) {
         let mut bases = std::mem::take(&mut scratch.bases);
         let n_inputs = self.inputs.len();
         let (in_strides, out_strides) = self.row_strides.split_at(n_inputs);
-        self.tiling
-            .for_each_run(tile, &self.grids, &mut bases, |bases, n_rows, len| {
-                let (in_bases, out_bases) = bases.split_at(n_inputs);
-                for r in 0..n_rows {
-                    let starts = scratch.input_starts.iter_mut();
-                    for ((start, &base), &stride) in starts.zip(in_bases).zip(in_strides) {
-                        *start = base + r * stride;
-                    }
-                    let targets = self.outputs.iter().zip(out_bases).zip(out_strides);
-                    for (slot, ((output, &base), &stride)) in
-                        scratch.outputs.iter_mut().zip(targets)
-                    {
-                        // SAFETY: this row of this output is handed out once in the whole run
-                        // and overlaps no other live slice. The tiles of a `Tiling` are
-                        // disjoint and so are the rows of a tile; `Job::new` validated that
-                        // every grid has the iteration's interior shape and that no output
-                        // shares storage with an input or another output; `OutputRows::new`
-                        // validated that the output's layout is one `Geometry::padded` produces,
-                        // in which distinct interior rows are disjoint and inside the storage
-                        // (which `row` checks again). The slot's previous slice (the previous
-                        // row's) is dropped by this assignment.
-                        *slot = unsafe { output.row(base + r * stride, len) };
-                    }
-                    let mut done = 0;
-                    while done < len {
-                        let n = (len - done).min(self.slot_len);
-                        self.run_chunk(scratch, done, n);
-                        done += n;
-                    }
+        let n_dims = self.grids[0].n_dims;
+        tile.for_each_run(n_dims, &self.grids, &mut bases, |bases, n_rows, len| {
+            let (in_bases, out_bases) = bases.split_at(n_inputs);
+            for r in 0..n_rows {
+                let starts = scratch.input_starts.iter_mut();
+                for ((start, &base), &stride) in starts.zip(in_bases).zip(in_strides) {
+                    *start = base + r * stride;
                 }
-            });
+                let targets = self.outputs.iter().zip(out_bases).zip(out_strides);
+                for (slot, ((output, &base), &stride)) in scratch.outputs.iter_mut().zip(targets) {
+                    // SAFETY: this row of this output is handed out once in the whole run
+                    // and overlaps no other live slice. The tiles of a `Tiling` are
+                    // disjoint and so are the rows of a tile; `Job::new` validated that
+                    // every grid has the iteration's interior shape and that no output
+                    // shares storage with an input or another output; `OutputRows::new`
+                    // validated that the output's layout is one `Geometry::padded` produces,
+                    // in which distinct interior rows are disjoint and inside the storage
+                    // (which `row` checks again). The slot's previous slice (the previous
+                    // row's) is dropped by this assignment.
+                    *slot = unsafe { output.row(base + r * stride, len) };
+                }
+                let mut done = 0;
+                while done < len {
+                    let n = (len - done).min(self.slot_len);
+                    self.run_chunk(scratch, done, n);
+                    done += n;
+                }
+            }
+        });
         scratch.bases = bases;
         for slot in &mut scratch.outputs {
             *slot = Default::default();

@@ -188,6 +188,55 @@ impl PublicItems<'_> {
         }
     }
 
+    /// `steps(..)`, the kernel's time loop, for a kernel with a `#[rotate(..)]` attribute:
+    /// the kernel's parameters with every grid the loop writes (outputs, and inputs in a
+    /// chain) borrowed mutably; `body` as given, or for a stub `unreachable!()` with `_`
+    /// parameters.
+    fn steps_function(&self, rotating: &[String], body: Option<&TokenStream>) -> TokenStream {
+        let model = self.model;
+        let elem = elem_type(self.elem);
+        let n_dims = Literal::usize_unsuffixed(self.n_dims);
+        let inner_vis = inner_visibility(&model.vis);
+        let mut names = Vec::new();
+        let mut types = Vec::new();
+        for (arg, ty) in model.args.iter().zip(self.param_types()) {
+            names.push(if body.is_some() {
+                arg.name.to_token_stream()
+            } else {
+                quote!(_)
+            });
+            types.push(match &arg.kind {
+                ArgKind::Field {
+                    output: false,
+                    elem: declared,
+                    dims,
+                } if rotating.contains(&syn::ext::IdentExt::unraw(&arg.name).to_string()) => {
+                    let elem = declared.elem.map_or_else(|| elem.clone(), elem_type);
+                    let n = Literal::usize_unsuffixed(dims.0);
+                    quote!(&'g mut ::stencil::__private::Grid<#elem, #n>)
+                }
+                _ => ty,
+            });
+        }
+        let body = body
+            .cloned()
+            .unwrap_or_else(|| quote!(::core::unreachable!()));
+        let doc = format!(
+            " Binds the `{}` kernel's time loop (its grids rotating as `#[rotate(..)]` says);              `.run(n)` runs `n` steps. See `stencil::Steps`.",
+            model.name
+        );
+        quote! {
+            #[doc = #doc]
+            #[must_use = "Steps does nothing until `.run(n)` is called"]
+            #[allow(non_snake_case, clippy::too_many_arguments)]
+            #inner_vis fn steps<'g>(#(#names: #types),*)
+                -> ::stencil::__private::Steps<'g, #elem, #n_dims>
+            {
+                #body
+            }
+        }
+    }
+
     /// The module named after the kernel, holding `stencil()` (with `stencil_body`) and `rest`.
     fn module(&self, stencil_body: &TokenStream, rest: &TokenStream) -> TokenStream {
         let model = self.model;
@@ -254,9 +303,40 @@ pub(crate) fn kernel(model: &model::Kernel, kernel: &Kernel) -> TokenStream {
             });
         &STENCIL
     };
-    let rows = point_loop::row_functions(kernel);
+    let mut rest = point_loop::row_functions(kernel);
+    if let Some(rotate) = &model.rotate {
+        let chains = rotate.names();
+        let rotating: Vec<String> = chains.iter().flatten().cloned().collect();
+        let grids = model.args.iter().filter_map(|a| match &a.kind {
+            ArgKind::Field { output, .. } => {
+                let name = &a.name;
+                let unraw = syn::ext::IdentExt::unraw(name).to_string();
+                Some(if *output || rotating.contains(&unraw) {
+                    quote!(::stencil::__private::StepsGrid::Write(#name))
+                } else {
+                    quote!(::stencil::__private::StepsGrid::Read(#name))
+                })
+            }
+            _ => None,
+        });
+        let params = model
+            .args
+            .iter()
+            .filter(|a| matches!(a.kind, ArgKind::Scalar(_)))
+            .map(|a| &a.name);
+        let chain_tokens = chains.iter().map(|c| quote!(&[#(#c),*]));
+        let body = quote! {
+            ::stencil::__private::Steps::from_macro(
+                stencil(),
+                &[#(#chain_tokens),*],
+                ::std::vec![#(#grids),*],
+                ::std::vec![#(#params),*],
+            )
+        };
+        rest.extend(items.steps_function(&rotating, Some(&body)));
+    }
     let mut out = items.function(&call, false);
-    out.extend(items.module(&stencil_body, &rows));
+    out.extend(items.module(&stencil_body, &rest));
     out
 }
 
@@ -269,7 +349,14 @@ pub(crate) fn stub(model: &model::Kernel, elem: ElemType, n_dims: usize) -> Toke
     };
     let unreachable = quote!(::core::unreachable!());
     let mut out = items.function(&unreachable, true);
-    out.extend(items.module(&unreachable, &TokenStream::new()));
+    let rest = match &model.rotate {
+        Some(rotate) => {
+            let rotating: Vec<String> = rotate.names().into_iter().flatten().collect();
+            items.steps_function(&rotating, None)
+        }
+        None => TokenStream::new(),
+    };
+    out.extend(items.module(&unreachable, &rest));
     out
 }
 

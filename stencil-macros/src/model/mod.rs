@@ -6,7 +6,10 @@
 //! [`validate`](crate::validate)'s job), so the model may refer to unknown names.
 
 mod body;
+mod rotate;
 mod signature;
+
+pub(crate) use rotate::{Rotate, check as check_rotate};
 
 use proc_macro2::{Ident, Span};
 use stencil_core::{BinaryOp, CmpOp, ElemType, LogicOp};
@@ -28,6 +31,8 @@ pub(crate) struct Kernel {
     pub(crate) body: Vec<Stmt>,
     /// Span of the body's braces.
     pub(crate) body_span: Span,
+    /// The `#[rotate(..)]` attribute, taken off `attrs`.
+    pub(crate) rotate: Option<Rotate>,
 }
 
 /// One parameter of the kernel function.
@@ -185,7 +190,8 @@ pub(crate) enum IndexKind {
 }
 
 /// Builds the model of one parsed kernel, reporting syntax the kernel language lacks.
-pub(crate) fn build(item: KernelItem, diagnostics: &mut Diagnostics) -> Kernel {
+pub(crate) fn build(mut item: KernelItem, diagnostics: &mut Diagnostics) -> Kernel {
+    let rotate = rotate::take(&mut item.attrs, diagnostics);
     let args = signature::build_args(&item.sig, diagnostics);
     let body = match &item.body {
         Ok(statements) => body::build_body(statements, diagnostics),
@@ -201,6 +207,7 @@ pub(crate) fn build(item: KernelItem, diagnostics: &mut Diagnostics) -> Kernel {
         args,
         body,
         body_span: item.body_span,
+        rotate,
     }
 }
 

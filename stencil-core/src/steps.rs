@@ -1,0 +1,577 @@
+//! Time loops: a kernel applied step after step, its outputs becoming its inputs.
+//!
+//! A [`Rotation`] says how a kernel's grids move from one step to the next, as *chains*
+//! `[output, input_1, .., input_m]`: after a step, `input_1` holds what `output` was just
+//! given, `input_2` what `input_1` held, and so on, and `output` gets the storage of `input_m`
+//! (to be overwritten by the next step). A heat equation's ping-pong is the chain
+//! `[out, u]`; a wave equation's three levels `[u_next, u, u_prev]`; a reaction-diffusion
+//! system has one chain per species. Inputs in no chain are read-only coefficients; outputs in
+//! no chain are written by every step (the last step's values remain).
+//!
+//! A [`StepsJob`] is a validated time loop: the grids of every chain, the coefficients, the
+//! parameters and how many steps were done. Step `s` (counting from 1 across the whole job)
+//! reads chain level `s - p` at chain position `p` and writes level `s`. The grids hold levels
+//! as a ring: with `L` grids in a chain, level `l` lives in the chain's grid
+//! `(1 - l) mod L`, so at the start (no step done) position `p` holds level `1 - p` and after
+//! `done` steps the grid at position `(p - done) mod L` holds what position `p` names. The
+//! caller rotates its grids by `done` at the end ([`StepsJob::done`]).
+//!
+//! After every step, every grid the step wrote gets its halo filled from its own boundary
+//! conditions, as `Launch::run` fills its outputs' halos: a time loop of `n` steps leaves
+//! exactly what `n` calls of the kernel do, each followed by a rotation of the grids
+//! (`std::mem::swap` for a ping-pong), boundary conditions moving with their grids.
+
+use crate::analysis::radius;
+use crate::backend::Job;
+use crate::element::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::grid::{Boundary, fill_halo};
+use crate::ir::{FieldId, Kernel, Role};
+use crate::stencil::Stencil;
+use crate::view::{FieldView, FieldViewMut};
+
+/// How a kernel's fields rotate between steps: chains `[output, input_1, .., input_m]` (see
+/// the module documentation).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Rotation {
+    chains: Vec<Vec<FieldId>>,
+}
+
+/// What is wrong with a chain of a [`Rotation`]: which chain, which entry of it, and why.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RotationError {
+    /// Index of the chain.
+    pub chain: usize,
+    /// Index of the entry within the chain (0 when the chain as a whole is wrong).
+    pub entry: usize,
+    /// What is wrong, in words.
+    pub message: String,
+}
+
+impl Rotation {
+    /// The rotation of `kernel` given by chains of field names.
+    ///
+    /// # Errors
+    /// [`ErrorKind::BadArgument`] with [`Rotation::check`]'s first message.
+    pub fn new<S: AsRef<str>>(kernel: &Kernel, chains: &[Vec<S>]) -> Result<Rotation> {
+        Self::check(kernel, chains).map_err(|errors| {
+            let e = &errors[0];
+            Error::new(
+                ErrorKind::BadArgument,
+                format!("kernel `{}`: rotation: {}", kernel.name, e.message),
+            )
+        })
+    }
+
+    /// Checks chains of field names against `kernel`: each chain names an output, then one
+    /// or more inputs, all fields of the kernel, and no field is named twice (in one chain or
+    /// across chains). Returns the rotation or every violation found.
+    ///
+    /// # Errors
+    /// The violations, each with the chain and entry it concerns.
+    pub fn check<S: AsRef<str>>(
+        kernel: &Kernel,
+        chains: &[Vec<S>],
+    ) -> std::result::Result<Rotation, Vec<RotationError>> {
+        let mut errors = Vec::new();
+        let mut seen: Vec<FieldId> = Vec::new();
+        let mut resolved = Vec::new();
+        if chains.is_empty() {
+            errors.push(RotationError {
+                chain: 0,
+                entry: 0,
+                message: "no chain: name at least one `output -> input` pair".into(),
+            });
+        }
+        for (c, chain) in chains.iter().enumerate() {
+            let mut fields = Vec::new();
+            // One role error per chain: a reversed chain is one mistake.
+            let mut role_reported = false;
+            if chain.len() < 2 {
+                errors.push(RotationError {
+                    chain: c,
+                    entry: 0,
+                    message: "a chain names an output and at least one input \
+                              (`out -> u`)"
+                        .into(),
+                });
+            }
+            for (e, name) in chain.iter().enumerate() {
+                let name = name.as_ref();
+                let Some(field) = kernel.field_by_name(name) else {
+                    errors.push(RotationError {
+                        chain: c,
+                        entry: e,
+                        message: format!("`{name}` is not a grid of the kernel"),
+                    });
+                    continue;
+                };
+                let role = kernel.field(field).role;
+                let wanted = if e == 0 { Role::Output } else { Role::Input };
+                if role != wanted {
+                    if std::mem::replace(&mut role_reported, true) {
+                        continue;
+                    }
+                    errors.push(RotationError {
+                        chain: c,
+                        entry: e,
+                        message: if e == 0 {
+                            format!(
+                                "a chain starts with the output that becomes the next step's \
+                                 input; `{name}` is an input"
+                            )
+                        } else {
+                            format!(
+                                "after its first entry a chain names inputs; `{name}` is an \
+                                 output"
+                            )
+                        },
+                    });
+                    continue;
+                }
+                if seen.contains(&field) {
+                    errors.push(RotationError {
+                        chain: c,
+                        entry: e,
+                        message: format!("`{name}` is named twice in the rotation"),
+                    });
+                    continue;
+                }
+                seen.push(field);
+                fields.push(field);
+            }
+            resolved.push(fields);
+        }
+        if errors.is_empty() {
+            Ok(Rotation { chains: resolved })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The chains, each `[output, input_1, ..]`.
+    pub fn chains(&self) -> &[Vec<FieldId>] {
+        &self.chains
+    }
+
+    /// The chain and position of `field`, if it rotates.
+    pub fn position(&self, field: FieldId) -> Option<(usize, usize)> {
+        self.chains.iter().enumerate().find_map(|(c, chain)| {
+            chain
+                .iter()
+                .position(|&f| f == field)
+                .map(|position| (c, position))
+        })
+    }
+}
+
+/// Step counts grouped for tuning: a time loop's tuned schedule is cached per class, since
+/// the best temporal blocking depends on how many steps a call runs (`0`: fewer than 8, `1`:
+/// fewer than 64, `2`: fewer than 512, `3`: more).
+pub fn steps_class(steps: usize) -> usize {
+    match steps {
+        0..8 => 0,
+        8..64 => 1,
+        64..512 => 2,
+        _ => 3,
+    }
+}
+
+/// A grid a time loop writes: its storage and its boundary conditions (one pair per
+/// dimension, as [`fill_halo`] takes them).
+#[derive(Debug)]
+pub struct StepGrid<'a, T> {
+    /// The whole storage and its layout.
+    pub view: FieldViewMut<'a, T>,
+    /// `faces[d][side.index()]`.
+    pub faces: Vec<[Boundary<T>; 2]>,
+    /// Whether the halo points of the constant faces (`Dirichlet`) hold their values, so
+    /// fills may skip those faces (what `Grid::refresh_halo` skips too). Set by the first
+    /// whole fill of the grid.
+    pub constant_faces_filled: bool,
+}
+
+impl<T: Element> StepGrid<'_, T> {
+    /// The faces a fill needs to write: all of them, or with the constant faces left out
+    /// (as [`Boundary::UserManaged`]) once [`constant_faces_filled`](Self::constant_faces_filled):
+    /// their points already hold the values a fill would write, and the faces that copy
+    /// read them in place, so the halo ends the same.
+    pub fn fill_faces(&self) -> Vec<[Boundary<T>; 2]> {
+        skipping_constant(&self.faces, self.constant_faces_filled)
+    }
+}
+
+/// `faces`, with `Dirichlet` faces as `UserManaged` when `skip`.
+pub fn skipping_constant<T: Element>(
+    faces: &[[Boundary<T>; 2]],
+    skip: bool,
+) -> Vec<[Boundary<T>; 2]> {
+    faces
+        .iter()
+        .map(|pair| {
+            pair.map(|b| match b {
+                Boundary::Dirichlet(_) if skip => Boundary::UserManaged,
+                other => other,
+            })
+        })
+        .collect()
+}
+
+/// Where one field of the kernel lives in a [`StepsJob`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FieldSlot {
+    /// A read-only input: index into [`StepsJob::coefficients`].
+    Coefficient(usize),
+    /// A field of chain `chain` at position `position`.
+    Chain {
+        /// The chain.
+        chain: usize,
+        /// Its position in the chain (0: the output).
+        position: usize,
+    },
+    /// An output in no chain: index into the job's lone outputs.
+    Lone(usize),
+}
+
+/// A validated time loop (see the module documentation).
+#[derive(Debug)]
+pub struct StepsJob<'a, T: Element> {
+    stencil: &'a Stencil<T>,
+    rotation: Rotation,
+    /// Per kernel field (declaration order): where it lives.
+    slots: Vec<FieldSlot>,
+    coefficients: Vec<FieldView<'a, T>>,
+    /// Per chain, its grids in chain order (output first).
+    chains: Vec<Vec<StepGrid<'a, T>>>,
+    lone: Vec<StepGrid<'a, T>>,
+    params: Vec<T>,
+    done: usize,
+}
+
+impl<'a, T: Element> StepsJob<'a, T> {
+    /// Validates and bundles a time loop: `chains[c]` holds the grids of the rotation's chain
+    /// `c` in chain order, `coefficients` the inputs in no chain and `lone` the outputs in no
+    /// chain (each in the kernel's declaration order), `params` every parameter.
+    ///
+    /// # Errors
+    /// - [`ErrorKind::BadArgument`]: a grid or parameter count that does not match.
+    /// - [`ErrorKind::DimensionMismatch`], [`ErrorKind::ShapeMismatch`]: as [`Job::new`].
+    /// - [`ErrorKind::HaloTooNarrow`]: a coefficient, or any grid of a chain (each is read by
+    ///   some step), has a halo narrower than the kernel's radius.
+    /// - [`ErrorKind::AliasedGrids`]: two grids share storage, unless both are coefficients.
+    pub fn new(
+        stencil: &'a Stencil<T>,
+        rotation: Rotation,
+        chains: Vec<Vec<StepGrid<'a, T>>>,
+        coefficients: Vec<FieldView<'a, T>>,
+        lone: Vec<StepGrid<'a, T>>,
+        params: Vec<T>,
+    ) -> Result<Self> {
+        let kernel = stencil.kernel();
+        let mut slots = Vec::with_capacity(kernel.fields.len());
+        let (mut n_coefficients, mut n_lone) = (0, 0);
+        for (i, field) in kernel.fields.iter().enumerate() {
+            let id = FieldId::new(i);
+            slots.push(match rotation.position(id) {
+                Some((chain, position)) => FieldSlot::Chain { chain, position },
+                None if field.role == Role::Input => {
+                    n_coefficients += 1;
+                    FieldSlot::Coefficient(n_coefficients - 1)
+                }
+                None => {
+                    n_lone += 1;
+                    FieldSlot::Lone(n_lone - 1)
+                }
+            });
+        }
+        let bad = |what: String| Error::new(ErrorKind::BadArgument, what);
+        if chains.len() != rotation.chains.len()
+            || chains
+                .iter()
+                .zip(&rotation.chains)
+                .any(|(grids, ids)| grids.len() != ids.len())
+        {
+            return Err(bad(format!(
+                "kernel `{}`: the grids given do not match the rotation's chains",
+                kernel.name
+            )));
+        }
+        if coefficients.len() != n_coefficients || lone.len() != n_lone {
+            return Err(bad(format!(
+                "kernel `{}` takes {n_coefficients} read-only inputs and {n_lone} outputs outside \
+                 the rotation; {} and {} given",
+                kernel.name,
+                coefficients.len(),
+                lone.len()
+            )));
+        }
+        if params.len() != kernel.params.len() {
+            return Err(bad(format!(
+                "kernel `{}` takes {} parameters, {} given",
+                kernel.name,
+                kernel.params.len(),
+                params.len()
+            )));
+        }
+        let name = |id: FieldId| kernel.field(id).name.as_str();
+        let mut grids: Vec<(&str, crate::view::Geometry, bool, std::ops::Range<usize>)> =
+            Vec::new();
+        for (ids, chain) in rotation.chains.iter().zip(&chains) {
+            for (&id, grid) in ids.iter().zip(chain) {
+                let range = grid.view.data.as_ptr_range();
+                grids.push((
+                    name(id),
+                    grid.view.geom,
+                    true,
+                    range.start as usize..range.end as usize,
+                ));
+            }
+        }
+        let slot_of = &slots;
+        let of_slot = |wanted: fn(FieldSlot) -> bool| {
+            kernel
+                .fields
+                .iter()
+                .enumerate()
+                .filter(move |&(i, _)| wanted(slot_of[i]))
+                .map(|(_, f)| f.name.as_str())
+                .collect::<Vec<_>>()
+        };
+        let coefficient_names = of_slot(|s| matches!(s, FieldSlot::Coefficient(_)));
+        let lone_names = of_slot(|s| matches!(s, FieldSlot::Lone(_)));
+        for (n, view) in coefficient_names.iter().zip(&coefficients) {
+            let range = view.data.as_ptr_range();
+            grids.push((
+                n,
+                view.geom,
+                false,
+                range.start as usize..range.end as usize,
+            ));
+        }
+        for (n, grid) in lone_names.iter().zip(&lone) {
+            let range = grid.view.data.as_ptr_range();
+            grids.push((
+                n,
+                grid.view.geom,
+                true,
+                range.start as usize..range.end as usize,
+            ));
+        }
+        let (first_name, first, _, _) = grids[0].clone();
+        for (n, g, _, _) in &grids {
+            if g.n_dims != kernel.n_dims {
+                return Err(Error::new(
+                    ErrorKind::DimensionMismatch,
+                    format!(
+                        "kernel `{}` is {}-D but grid `{n}` is {}-D",
+                        kernel.name, kernel.n_dims, g.n_dims
+                    ),
+                ));
+            }
+            if g.interior() != first.interior() {
+                return Err(Error::new(
+                    ErrorKind::ShapeMismatch,
+                    format!(
+                        "grid `{n}` has shape {:?} but grid `{first_name}` has shape {:?}",
+                        g.interior(),
+                        first.interior()
+                    ),
+                ));
+            }
+        }
+        let r = radius(kernel).max();
+        let read_by_a_step = grids.iter().filter(|g| !lone_names.contains(&g.0));
+        for (n, g, _, _) in read_by_a_step {
+            if (g.halo as u64) < u64::from(r) {
+                return Err(Error::new(
+                    ErrorKind::HaloTooNarrow,
+                    format!(
+                        "kernel `{}` reads up to {r} points away but grid `{n}` has a halo of {} \
+                         (in a time loop every grid of a rotation is read by some step)",
+                        kernel.name, g.halo
+                    ),
+                ));
+            }
+        }
+        for (a, (name_a, _, written_a, range_a)) in grids.iter().enumerate() {
+            for (name_b, _, written_b, range_b) in &grids[a + 1..] {
+                let overlap = range_a.start < range_b.end && range_b.start < range_a.end;
+                if overlap && (*written_a || *written_b) {
+                    return Err(Error::new(
+                        ErrorKind::AliasedGrids,
+                        format!("grids `{name_a}` and `{name_b}` share storage"),
+                    ));
+                }
+            }
+        }
+        for grid in chains.iter().flatten().chain(&lone) {
+            if grid.faces.len() != kernel.n_dims || grid.view.data.len() < grid.view.geom.len {
+                return Err(bad(format!(
+                    "kernel `{}`: a grid's boundary conditions or storage do not match its \
+                     layout",
+                    kernel.name
+                )));
+            }
+        }
+        Ok(StepsJob {
+            stencil,
+            rotation,
+            slots,
+            coefficients,
+            chains,
+            lone,
+            params,
+            done: 0,
+        })
+    }
+
+    /// The stencil being stepped.
+    pub fn stencil(&self) -> &'a Stencil<T> {
+        self.stencil
+    }
+
+    /// The kernel's IR.
+    pub fn kernel(&self) -> &'a Kernel {
+        self.stencil.kernel()
+    }
+
+    /// The rotation.
+    pub fn rotation(&self) -> &Rotation {
+        &self.rotation
+    }
+
+    /// Where each kernel field (declaration order) lives.
+    pub fn slots(&self) -> &[FieldSlot] {
+        &self.slots
+    }
+
+    /// Interior shape common to every grid.
+    pub fn shape(&self) -> &[usize] {
+        match self.chains.first().and_then(|c| c.first()) {
+            Some(grid) => grid.view.geom.interior(),
+            None => unreachable!("stencil-core steps: a rotation has a chain"),
+        }
+    }
+
+    /// The read-only inputs (declaration order among them).
+    pub fn coefficients(&self) -> &[FieldView<'a, T>] {
+        &self.coefficients
+    }
+
+    /// Parameter values (declaration order); the same for every step.
+    pub fn params(&self) -> &[T] {
+        &self.params
+    }
+
+    /// Replaces the parameter values (between calls that run steps).
+    ///
+    /// # Panics
+    /// If `params` has not one value per parameter.
+    pub fn set_params(&mut self, params: &[T]) {
+        assert_eq!(params.len(), self.params.len(), "one value per parameter");
+        self.params.copy_from_slice(params);
+    }
+
+    /// Steps done so far.
+    pub fn done(&self) -> usize {
+        self.done
+    }
+
+    /// Records that `steps` more steps were done (by a backend that ran them itself).
+    pub fn advance(&mut self, steps: usize) {
+        self.done += steps;
+    }
+
+    /// The index, within its chain, of the grid that chain position `position` reads or
+    /// writes at the step after `done` steps.
+    pub fn grid_index(&self, chain: usize, position: usize, done: usize) -> usize {
+        let len = self.chains[chain].len();
+        (position + len - done % len) % len
+    }
+
+    /// The grids of every chain, each in chain order (output first).
+    pub fn chains(&self) -> &[Vec<StepGrid<'a, T>>] {
+        &self.chains
+    }
+
+    /// The outputs in no chain (declaration order among them).
+    pub fn lone(&self) -> &[StepGrid<'a, T>] {
+        &self.lone
+    }
+
+    /// The grids of every chain (chain order) and the lone outputs, for a backend that runs
+    /// steps itself.
+    pub fn grids_mut(&mut self) -> (&mut [Vec<StepGrid<'a, T>>], &mut [StepGrid<'a, T>]) {
+        (&mut self.chains, &mut self.lone)
+    }
+
+    /// Runs one step through `run` (given the step's [`Job`]), then fills the halo of every
+    /// grid it wrote from that grid's boundary conditions, and counts it.
+    ///
+    /// # Errors
+    /// What `run` returns (the step is then not counted).
+    pub fn step_with(&mut self, run: impl FnOnce(&mut Job<'_, T>) -> Result<()>) -> Result<()> {
+        let done = self.done;
+        let grid_of: Vec<Vec<usize>> = (0..self.chains.len())
+            .map(|c| {
+                (0..self.chains[c].len())
+                    .map(|p| self.grid_index(c, p, done))
+                    .collect()
+            })
+            .collect();
+        {
+            let mut chain_views: Vec<Vec<Option<FieldViewMut<'_, T>>>> = self
+                .chains
+                .iter_mut()
+                .map(|grids| grids.iter_mut().map(|g| Some(g.view.reborrow())).collect())
+                .collect();
+            let mut lone_views: Vec<Option<FieldViewMut<'_, T>>> = self
+                .lone
+                .iter_mut()
+                .map(|g| Some(g.view.reborrow()))
+                .collect();
+            let mut take = |slot: FieldSlot| -> FieldViewMut<'_, T> {
+                let view = match slot {
+                    FieldSlot::Chain { chain, position } => {
+                        chain_views[chain][grid_of[chain][position]].take()
+                    }
+                    FieldSlot::Lone(k) => lone_views[k].take(),
+                    FieldSlot::Coefficient(_) => None,
+                };
+                view.unwrap_or_else(|| unreachable!("stencil-core steps: a grid used twice"))
+            };
+            let mut inputs = Vec::new();
+            let mut outputs = Vec::new();
+            for (slot, field) in self.slots.iter().zip(&self.stencil.kernel().fields) {
+                match (*slot, field.role) {
+                    (FieldSlot::Coefficient(k), _) => inputs.push(self.coefficients[k]),
+                    (slot, Role::Input) => inputs.push(take(slot).into_shared()),
+                    (slot, Role::Output) => outputs.push(take(slot)),
+                }
+            }
+            let mut job = Job::new(self.stencil, inputs, outputs, self.params.clone())?;
+            run(&mut job)?;
+        }
+        self.fill_written_halos(done);
+        self.done += 1;
+        Ok(())
+    }
+
+    /// Fills the halo of every grid the step after `done` steps wrote.
+    fn fill_written_halos(&mut self, done: usize) {
+        let outputs: Vec<usize> = (0..self.chains.len())
+            .map(|c| self.grid_index(c, 0, done))
+            .collect();
+        let written = self
+            .chains
+            .iter_mut()
+            .zip(outputs)
+            .map(|(chain, g)| &mut chain[g])
+            .chain(self.lone.iter_mut());
+        for grid in written {
+            let faces = grid.fill_faces();
+            fill_halo(&mut grid.view, &faces);
+            grid.constant_faces_filled = true;
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! Time loops on the CPU ([`Backend::run_steps`]): temporal blocking by wavefront.
+//!
+//! A time loop that streams its grids through memory once per step can never beat the
+//! single-sweep bandwidth bound. Wavefront tiling (YASK's "wave-front tiling") advances
+//! `depth` steps per trip instead: the interior is cut into slabs of `slab` planes along
+//! dimension 0, and for each slab every step of the block computes the slab shifted back by
+//! `lag` planes per step (the kernel's reach along dimension 0), so that step `k` only reads
+//! planes step `k - 1` has already computed. The slab's planes of every grid stay in the
+//! last-level cache while the steps pass over them, and memory sees each grid about once per
+//! `depth` steps. The steps write into the grids of the rotation themselves (no extra
+//! storage): a step overwrites the level `L` steps older in its chain's ring of `L` grids,
+//! which no later step still reads there because every step lags the one before by the
+//! kernel's reach (see `wavefront`).
+//!
+//! Each step's slab is split among the workers along dimension 1 (along dimension 0 in 1-D);
+//! the workers meet at a spinning barrier after each step's slab, worker 0 fills the halo
+//! planes that step completed (by [`fill_halo_planes`](stencil_core::grid::fill_halo_planes),
+//! exactly the values a whole fill gives), and they meet again. The arithmetic of every point
+//! is the sweep's, so the result is bit-identical to steps run one after another.
+//!
+//! Temporal blocking needs the faces of dimension 0 of every rotating grid not to be
+//! periodic (a periodic face copies planes from the far end of the same step, which the
+//! wavefront reaches last); a time loop that has one runs its steps one after another, as
+//! does a depth of 1.
+
+mod barrier;
+mod wavefront;
+
+use stencil_core::analysis::radius;
+use stencil_core::grid::Boundary;
+use stencil_core::schedule::{SearchSpace, TuningSpace};
+use stencil_core::steps::FieldSlot;
+use stencil_core::{CpuSchedule, CpuStores, Element, Kernel, Result, Schedule, StepsJob};
+
+use crate::machine::Machine;
+use crate::pool::CpuBackend;
+
+/// Temporal blocking depths the tuning space offers (the trials of a time loop run a multiple
+/// of each).
+pub const TIME_DEPTHS: [usize; 4] = [1, 2, 4, 8];
+
+/// Depth of the default schedule for a time loop whose grids exceed the last-level cache.
+pub const DEFAULT_TIME_DEPTH: usize = 4;
+
+/// How a time loop is blocked, resolved against the job and the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TimeBlocking {
+    /// Steps per trip through memory (1: none).
+    pub(crate) depth: usize,
+    /// Planes of dimension 0 per slab.
+    pub(crate) slab: usize,
+    /// Planes each step of a block lags the one before (the kernel's reach along dimension 0).
+    pub(crate) lag: usize,
+    /// Rows of dimension 1 per block of a worker's share of a slab (3-D and more).
+    pub(crate) block: usize,
+}
+
+impl CpuBackend {
+    /// [`Backend::run_steps`](stencil_core::Backend::run_steps) for the CPU: temporal
+    /// blocking when the schedule's depth (or the default's) is above 1 and the rotation
+    /// allows it, else steps one after another.
+    pub(crate) fn cpu_run_steps<T: Element>(
+        &self,
+        job: &mut StepsJob<'_, T>,
+        schedule: &CpuSchedule,
+        steps: usize,
+    ) -> Result<()> {
+        let machine = Machine::detect();
+        let blocking = time_blocking(machine, job, schedule, self.threads());
+        if blocking.depth <= 1 || steps < 2 {
+            let schedule = Schedule::Cpu(*schedule);
+            for _ in 0..steps {
+                job.step_with(|step| {
+                    <CpuBackend as stencil_core::Backend<T>>::run(self, step, &schedule)
+                })?;
+            }
+            return Ok(());
+        }
+        wavefront::run(self, job, schedule, blocking, steps)
+    }
+}
+
+/// The blocking of `job` under `schedule` on `machine` with `workers` threads: the schedule's
+/// depth and slab, or for 0 the defaults (depth [`DEFAULT_TIME_DEPTH`] when the grids the
+/// loop touches exceed half the last-level cache, else 1; the thickest slab whose planes of
+/// every grid, over the slab plus the `depth * lag` planes the steps lag and the reach on
+/// either side, fit in half the last-level cache); depth 1 when a rotating grid has a
+/// periodic face in dimension 0, or for a 1-D kernel whose loop is retimed.
+pub(crate) fn time_blocking<T: Element>(
+    machine: &Machine,
+    job: &StepsJob<'_, T>,
+    schedule: &CpuSchedule,
+    workers: usize,
+) -> TimeBlocking {
+    let kernel = job.kernel();
+    let shape = job.shape();
+    let lag = radius(kernel).in_dim(0) as usize;
+    // A periodic face of dimension 0 copies planes the wavefront reaches last; a 1-D
+    // retimed loop (which reassociates along its one row) gives the sweep's bits only on the
+    // sweep's row segments, which slabs of the one dimension cannot keep.
+    let unblockable = job_has_periodic_dim0(job)
+        || (shape.len() == 1 && stencil_core::passes::linear::retimed_stores(kernel).is_some());
+    let plane_bytes = plane_bytes(kernel, shape, job.slots());
+    let total_bytes = plane_bytes * shape[0];
+    let budget = machine.llc_bytes / 2;
+    let depth = match schedule.time_depth {
+        _ if unblockable => 1,
+        0 if total_bytes > budget => DEFAULT_TIME_DEPTH,
+        0 => 1,
+        d => d,
+    };
+    let slab = match schedule.time_slab {
+        0 => default_slab(shape[0], plane_bytes, depth, lag, budget, workers),
+        s => s,
+    };
+    let block = match (shape.len(), schedule.tile.get(1).copied().unwrap_or(0)) {
+        (n, _) if n < 3 => 0,
+        (_, 0) => default_block(machine, kernel, shape),
+        (_, b) => b,
+    };
+    TimeBlocking {
+        depth,
+        slab: slab.clamp(1, shape[0].max(1)),
+        lag,
+        block: block.clamp(1, shape.get(1).copied().unwrap_or(1).max(1)),
+    }
+}
+
+/// Rows of dimension 1 per block (3-D and more) whose rows of every input over the planes
+/// one output plane reads, and of every output, fill at most half the second-level cache.
+pub(crate) fn default_block(machine: &Machine, kernel: &Kernel, shape: &[usize]) -> usize {
+    let lag = radius(kernel).in_dim(0) as usize;
+    let row: usize = shape[2..].iter().product::<usize>() * kernel.elem().size_bytes();
+    let planes = (2 * lag + 1) * kernel.inputs().count() + kernel.outputs().count();
+    let rows = machine.l2_bytes / 2 / (planes * row).max(1);
+    rows.clamp(4, shape[1].max(4))
+}
+
+/// Bytes of one plane of dimension 0 over every grid a step touches.
+fn plane_bytes(kernel: &Kernel, shape: &[usize], slots: &[FieldSlot]) -> usize {
+    let plane: usize = shape[1..].iter().product();
+    let _ = slots;
+    // Every grid of the kernel is read or written by every step.
+    plane * kernel.fields.len() * kernel.elem().size_bytes()
+}
+
+/// The thickest slab whose working set fits `budget` bytes (see [`time_blocking`]), at least
+/// one plane; in 1-D (planes of one point) at least 4096 points per worker.
+fn default_slab(
+    extent: usize,
+    plane_bytes: usize,
+    depth: usize,
+    lag: usize,
+    budget: usize,
+    workers: usize,
+) -> usize {
+    let planes = budget / plane_bytes.max(1);
+    let slab = planes.saturating_sub(depth * lag + 2 * lag + 1).max(1);
+    if plane_bytes <= 64 {
+        // One point per plane: slabs of whole cache pages per worker at least.
+        slab.max(4096 * workers).min(extent)
+    } else {
+        slab.min(extent)
+    }
+}
+
+/// Whether a grid of the rotation has a periodic face in dimension 0.
+fn job_has_periodic_dim0<T: Element>(job: &StepsJob<'_, T>) -> bool {
+    job.chains()
+        .iter()
+        .flatten()
+        .any(|grid| grid.faces[0].contains(&Boundary::Periodic))
+}
+
+/// The time-loop tuning space of `kernel` on `shape` for `workers` threads of `machine`
+/// (see [`CpuBackend`]'s [`steps_tuning_space`](stencil_core::Backend::steps_tuning_space)):
+/// `time_depth` over [`TIME_DEPTHS`], `time_slab` over the default slab of each depth and
+/// its halves and doubles (planes of dimension 0), `block_y` (3-D and more: rows of dimension
+/// 1 per block of a worker's share, as `tile[1]`: 0 for the default block, half and twice it,
+/// the whole extent), `register_rows` (1 and the jammed counts) and `prefetch` (0 or 2 rows);
+/// the other tiles and the stores are the default schedule's (blocked steps store plainly
+/// whatever the stores: a step's output is read again by the next step while in cache).
+pub(crate) fn steps_tuning_space(
+    machine: &Machine,
+    kernel: &Kernel,
+    shape: &[usize],
+    workers: usize,
+) -> TuningSpace {
+    let lag = radius(kernel).in_dim(0) as usize;
+    let plane =
+        shape[1..].iter().product::<usize>() * kernel.fields.len() * kernel.elem().size_bytes();
+    let budget = machine.llc_bytes / 2;
+    let mut slabs: Vec<usize> = Vec::new();
+    for &depth in &TIME_DEPTHS {
+        let base = default_slab(shape[0], plane, depth, lag, budget, workers);
+        for s in [base / 2, base, base * 2] {
+            let s = s.clamp(1, shape[0]);
+            if !slabs.contains(&s) {
+                slabs.push(s);
+            }
+        }
+    }
+    slabs.sort_unstable();
+    let register_rows: Vec<usize> =
+        if shape.len() >= 2 && stencil_core::passes::linear::retimed_stores(kernel).is_none() {
+            std::iter::once(1)
+                .chain(stencil_core::JAMMED_ROWS)
+                .collect()
+        } else {
+            vec![1]
+        };
+    let prefetch = [0usize, 2];
+    // Rows of dimension 1 per block of a worker's share (3-D and more): 0 (the default
+    // block), half and twice it, and the whole extent.
+    let blocks: Vec<usize> = if shape.len() >= 3 {
+        let base = default_block(machine, kernel, shape);
+        let mut b = vec![0];
+        for v in [base / 2, base * 2, shape[1]] {
+            let v = v.clamp(1, shape[1]);
+            if v != base && !b.contains(&v) {
+                b.push(v);
+            }
+        }
+        b
+    } else {
+        vec![0]
+    };
+    let space = SearchSpace::new()
+        .with_ints("time_depth", TIME_DEPTHS.iter().map(|&d| d as i64))
+        .with_ints("time_slab", slabs.iter().map(|&s| s as i64))
+        .with_ints("block_y", blocks.iter().map(|&b| b as i64))
+        .with_ints("register_rows", register_rows.iter().map(|&r| r as i64))
+        .with_ints("prefetch", prefetch.iter().map(|&p| p as i64));
+    let default = crate::schedules::default_schedule(shape, workers);
+    let (depths, slabs_of, rows_of) = (TIME_DEPTHS, slabs.clone(), register_rows.clone());
+    let schedule_of = move |point: &[usize]| {
+        let mut tile = default.tile;
+        if tile.len() > 1 && *blocks.get(point[2])? > 0 {
+            tile[1] = blocks[point[2]];
+        }
+        Some(Schedule::Cpu(CpuSchedule {
+            tile,
+            stores: CpuStores::Auto,
+            time_depth: *depths.get(point[0])?,
+            time_slab: *slabs_of.get(point[1])?,
+            register_rows: *rows_of.get(point[3])?,
+            prefetch: *prefetch.get(point[4])?,
+            ..CpuSchedule::default()
+        }))
+    };
+    let mut tuning = TuningSpace::new(space, schedule_of);
+    // The default: depth and slab as the backend would choose them without a schedule.
+    let total = plane * shape[0];
+    let depth = if total > budget {
+        DEFAULT_TIME_DEPTH
+    } else {
+        1
+    };
+    let slab = default_slab(shape[0], plane, depth, lag, budget, workers).clamp(1, shape[0]);
+    let row_len = shape[shape.len() - 1];
+    let rows =
+        crate::schedules::register_rows(0, row_len, kernel.elem().size_bytes(), machine.l1_bytes);
+    tuning.default_point = Some(vec![
+        TIME_DEPTHS.iter().position(|&d| d == depth).unwrap_or(0),
+        slabs.iter().position(|&s| s == slab).unwrap_or(0),
+        0,
+        register_rows.iter().position(|&r| r == rows).unwrap_or(0),
+        1,
+    ]);
+    tuning.cache_bytes = machine.llc_bytes;
+    tuning.largest_cache_bytes = machine.llc_bytes;
+    tuning
+}

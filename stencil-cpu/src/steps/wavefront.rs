@@ -1,0 +1,428 @@
+//! The wavefront executor: `depth` steps per pass over slabs of dimension 0, in place in the
+//! rotation's own grids.
+//!
+//! # Order
+//!
+//! Steps run in blocks of `depth` (the last block may be shorter). A block walks slabs
+//! `z0 = 0, slab, 2 slab, ..`; for each slab, step `k` of the block (from 1) computes planes
+//! `[z0 - (k - 1) lag, z0 + slab - (k - 1) lag)` clipped to the interior, so each step
+//! computes a prefix of the interior that grows slab by slab and trails the step before by
+//! `lag` planes, the kernel's reach along dimension 0.
+//!
+//! # Why it is exact
+//!
+//! Step `k` at plane `p` reads step `k - 1` at planes up to `p + lag`, which the step before
+//! computed in this slab or earlier (its prefix ends `lag` planes further), with their halos
+//! (filled when their planes were computed, and each halo plane of dimension 0 once the plane
+//! its condition copies from is done). Step `k` writes into the grid that held step `k - L`
+//! (the chain's ring of `L` grids); steps `k - L + 1 .. k - 1` still read step `k - L`, but
+//! only at planes beyond their own prefixes minus `lag`, which lie beyond step `k`'s prefix.
+//! Every step reads the same values it would read in a loop of whole sweeps, and every point
+//! is computed by the same point loop, so the results are the same bits.
+//!
+//! # Workers
+//!
+//! All workers walk the same blocks, slabs and steps. Each computes its share of a step's
+//! slab (a range of dimension 1; of dimension 0 in 1-D and 2-D, so rows stay whole), cut
+//! along the unit-stride dimension where the schedule's tiles cut it, then all meet at a
+//! barrier; worker
+//! 0 fills the halo planes the step completed, and all meet again. During a step's compute,
+//! the grid it writes is written only at the workers' disjoint shares and read by nobody, and
+//! the grids it reads are written by nobody; during a halo fill only worker 0 touches
+//! anything. Grids are held as raw pointers and each phase makes the slices it needs from
+//! them, so no reference outlives the phase it is valid in.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use stencil_core::grid::{Boundary, HaloSource, fill_halo, fill_halo_planes};
+use stencil_core::steps::{FieldSlot, StepGrid, skipping_constant};
+use stencil_core::{
+    CpuLoop, CpuSchedule, Element, FieldView, FieldViewMut, Geometry, MAX_DIMS, Result, StepsJob,
+};
+
+use super::TimeBlocking;
+use super::barrier::{PoisonOnPanic, SpinBarrier};
+use crate::backend::INLINE_POINTS;
+use crate::generic::{GenericRun, Program};
+use crate::output_rows::{OutputRows, check_layout};
+use crate::pool::CpuBackend;
+use crate::specialised::{RowPlan, SpecialisedRun};
+use crate::tiling::{Tile, Tiling};
+
+/// A grid the time loop writes, held by raw pointer (see the module documentation).
+struct RawGrid<T> {
+    ptr: *mut T,
+    len: usize,
+    geom: Geometry,
+    faces: Vec<[Boundary<T>; 2]>,
+    /// The faces without the constant ones (see `StepGrid::fill_faces`).
+    variable_faces: Vec<[Boundary<T>; 2]>,
+    /// Whether the constant faces' halo points hold their values (only worker 0, in halo
+    /// phases, reads or sets it).
+    constant_faces_filled: AtomicBool,
+}
+
+// SAFETY: a `RawGrid` stands for a `&mut [T]` the caller lent the time loop; workers access
+// it only in the phases the module documentation describes (disjoint writes during a step,
+// one writer during a halo fill, reads only where nobody writes), which is what sending or
+// sharing the `&mut [T]`'s disjoint parts would allow for `T: Send + Sync`.
+unsafe impl<T: Send + Sync> Send for RawGrid<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for RawGrid<T> {}
+
+impl<T: Element> RawGrid<T> {
+    fn of(grid: &mut StepGrid<'_, T>) -> RawGrid<T> {
+        RawGrid {
+            ptr: grid.view.data.as_mut_ptr(),
+            len: grid.view.data.len(),
+            geom: grid.view.geom,
+            faces: grid.faces.clone(),
+            variable_faces: skipping_constant(&grid.faces, true),
+            constant_faces_filled: AtomicBool::new(grid.constant_faces_filled),
+        }
+    }
+
+    /// The faces a fill must write now.
+    fn fill_faces(&self) -> &[[Boundary<T>; 2]] {
+        if self.constant_faces_filled.load(Ordering::Relaxed) {
+            &self.variable_faces
+        } else {
+            &self.faces
+        }
+    }
+
+    /// The grid read-only, for one phase.
+    ///
+    /// # Safety
+    /// Nobody may write the grid while the view lives.
+    unsafe fn read(&self) -> FieldView<'_, T> {
+        FieldView {
+            geom: self.geom,
+            // SAFETY: the `len` elements at `ptr` are the lent storage; the caller guarantees
+            // no write while the slice lives.
+            data: unsafe { std::slice::from_raw_parts(self.ptr, self.len) },
+        }
+    }
+
+    /// The grid as an output written by rows, for one phase.
+    ///
+    /// # Safety
+    /// While the rows live, nobody may read the grid, and only rows of disjoint boxes may be
+    /// written through several of these at once.
+    unsafe fn rows(&self) -> OutputRows<'_, T> {
+        // SAFETY: the storage is the lent one (valid, `len` elements); the caller guarantees
+        // the access discipline; the layout was checked before the workers started.
+        unsafe { OutputRows::from_raw_parts(self.ptr, self.len, self.geom, "time loop grid") }
+            .unwrap_or_else(|e| unreachable!("stencil-cpu time loop: layout checked: {e}"))
+    }
+
+    /// The whole grid, mutably, for a halo fill.
+    ///
+    /// # Safety
+    /// Nobody else may access the grid while the view lives.
+    unsafe fn view_mut(&self) -> FieldViewMut<'_, T> {
+        FieldViewMut {
+            geom: self.geom,
+            // SAFETY: the lent storage; the caller guarantees exclusive access.
+            data: unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) },
+        }
+    }
+}
+
+/// Everything the workers share.
+struct Context<'a, T: Element> {
+    point_loop: Option<CpuLoop<T>>,
+    program: Option<Program>,
+    /// One tile over the whole interior (for the generic path's buffer sizes).
+    whole: Tiling,
+    rows: RowPlan,
+    /// Points per row segment: the schedule's tile extent along the unit-stride dimension.
+    segment: usize,
+    /// Rows of dimension 1 per block of a worker's share (3-D and more).
+    block: usize,
+    shape: Vec<usize>,
+    blocking: TimeBlocking,
+    workers: usize,
+    slots: Vec<FieldSlot>,
+    chains: Vec<Vec<RawGrid<T>>>,
+    lone: Vec<RawGrid<T>>,
+    coefficients: Vec<FieldView<'a, T>>,
+    params: Vec<T>,
+    done: usize,
+    steps: usize,
+    barrier: SpinBarrier,
+    _lent: PhantomData<&'a mut [T]>,
+}
+
+/// Runs `steps` steps of `job` blocked per `blocking` on `backend`'s pool.
+pub(super) fn run<T: Element>(
+    backend: &CpuBackend,
+    job: &mut StepsJob<'_, T>,
+    schedule: &CpuSchedule,
+    blocking: TimeBlocking,
+    steps: usize,
+) -> Result<()> {
+    let stencil = job.stencil();
+    let kernel = stencil.kernel();
+    let shape = job.shape().to_vec();
+    let points: usize = shape.iter().product();
+    let threads = match schedule.threads {
+        0 => backend.threads(),
+        n => n.min(backend.threads()),
+    };
+    let workers = if points * kernel.outputs().count() < INLINE_POINTS {
+        1
+    } else {
+        threads.max(1)
+    };
+    let mut plan = crate::schedules::plan(schedule, &shape, T::ELEM.size_bytes(), workers, 0);
+    plan.rows.streaming = false;
+    let point_loop = stencil.cpu_loop().filter(|_| !schedule.force_generic);
+    let coefficients = job.coefficients().to_vec();
+    let slots = job.slots().to_vec();
+    let params = job.params().to_vec();
+    let done = job.done();
+    {
+        let (chains, lone) = job.grids_mut();
+        for grid in chains.iter().flatten().chain(lone.iter()) {
+            check_layout::<T>(&grid.view.geom, grid.view.data.len(), "time loop grid")?;
+        }
+        let context = Context {
+            point_loop,
+            program: point_loop.is_none().then(|| Program::compile(kernel)),
+            whole: Tiling::new(&shape, &[0; MAX_DIMS]),
+            rows: plan.rows,
+            segment: plan.tiling.extent(shape.len() - 1),
+            block: blocking.block,
+            shape: shape.clone(),
+            blocking,
+            workers,
+            slots,
+            chains: chains
+                .iter_mut()
+                .map(|c| c.iter_mut().map(RawGrid::of).collect())
+                .collect(),
+            lone: lone.iter_mut().map(RawGrid::of).collect(),
+            coefficients,
+            params,
+            done,
+            steps,
+            barrier: SpinBarrier::new(workers),
+            _lent: PhantomData,
+        };
+        backend.on_workers(workers, |w| context.worker(w));
+    }
+    job.advance(steps);
+    // Outputs outside the rotation are never read: their halo is filled once, at the end.
+    let (chains, lone) = job.grids_mut();
+    for grid in lone.iter_mut() {
+        let faces = grid.fill_faces();
+        fill_halo(&mut grid.view, &faces);
+        grid.constant_faces_filled = true;
+    }
+    // Every chain grid a step wrote has its whole halo filled (a loop of at least `L` steps
+    // writes every grid of a chain of `L`).
+    for chain in chains.iter_mut() {
+        let written = steps.min(chain.len());
+        for k in 0..written {
+            let len = chain.len();
+            chain[(len - (done + k) % len) % len].constant_faces_filled = true;
+        }
+    }
+    Ok(())
+}
+
+impl<T: Element> Context<'_, T> {
+    /// What worker `w` runs (see the module documentation).
+    fn worker(&self, w: usize) {
+        let _poison = PoisonOnPanic(&self.barrier);
+        let TimeBlocking {
+            depth, slab, lag, ..
+        } = self.blocking;
+        let n = self.shape[0];
+        let mut done = self.done;
+        let mut left = self.steps;
+        // Per step of a block and chain: which halo planes of dimension 0 are filled.
+        let h = self
+            .chains
+            .iter()
+            .flatten()
+            .map(|g| g.geom.halo)
+            .max()
+            .unwrap_or(0);
+        let mut halo_done = vec![vec![vec![false; 2 * h]; self.chains.len()]; depth];
+        while left > 0 {
+            let block = left.min(depth);
+            for filled in halo_done.iter_mut().flatten() {
+                filled.fill(false);
+            }
+            let slabs = (n + (block - 1) * lag).div_ceil(slab);
+            for s in 0..slabs {
+                let z0 = s * slab;
+                for k in 1..=block {
+                    let shift = (k - 1) * lag;
+                    let start = z0.saturating_sub(shift).min(n);
+                    let end = (z0 + slab).saturating_sub(shift).min(n);
+                    if start >= end {
+                        continue;
+                    }
+                    let before = done + k - 1;
+                    self.compute(w, before, start, end);
+                    self.barrier.wait();
+                    if w == 0 {
+                        self.fill_halos(before, start..end, &mut halo_done[k - 1]);
+                    }
+                    self.barrier.wait();
+                }
+            }
+            done += block;
+            left -= block;
+        }
+    }
+
+    /// The grid of chain `chain` at `position` for the step after `before` steps.
+    fn chain_grid(&self, chain: usize, position: usize, before: usize) -> &RawGrid<T> {
+        let grids = &self.chains[chain];
+        let len = grids.len();
+        &grids[(position + len - before % len) % len]
+    }
+
+    /// Worker `w`'s share of planes `start..end` of the step after `before` steps.
+    fn compute(&self, w: usize, before: usize, start: usize, end: usize) {
+        let n_dims = self.shape.len();
+        let mut tile = Tile {
+            start: [0; MAX_DIMS],
+            end: [1; MAX_DIMS],
+        };
+        tile.end[..n_dims].copy_from_slice(&self.shape);
+        tile.start[0] = start;
+        tile.end[0] = end;
+        // Rows stay whole within the sweep's tiles along the unit-stride dimension, so every
+        // row is cut into the segments a sweep under the same schedule cuts it into (a loop
+        // that reassociates along a row gives the same bits only on the same segments).
+        let split = if n_dims >= 3 { 1 } else { 0 };
+        let (from, to) = (tile.start[split], tile.end[split]);
+        let extent = to - from;
+        tile.start[split] = from + w * extent / self.workers;
+        tile.end[split] = from + (w + 1) * extent / self.workers;
+        if tile.start[split] >= tile.end[split] {
+            return;
+        }
+        let mut inputs = Vec::new();
+        let mut outputs = Vec::new();
+        for slot in &self.slots {
+            match *slot {
+                FieldSlot::Coefficient(k) => inputs.push(self.coefficients[k]),
+                FieldSlot::Chain { chain, position } if position > 0 => {
+                    let grid = self.chain_grid(chain, position, before);
+                    // SAFETY: during this step nobody writes the grid of an earlier step (the
+                    // step writes its chains' output grids and the lone outputs only).
+                    inputs.push(unsafe { grid.read() })
+                }
+                FieldSlot::Chain { chain, .. } => {
+                    let grid = self.chain_grid(chain, 0, before);
+                    // SAFETY: this step's output grid is read by nobody during the step, and
+                    // the workers write disjoint boxes of it (their shares of dimension 1 or
+                    // 0).
+                    outputs.push(unsafe { grid.rows() })
+                }
+                // SAFETY: as for a chain's output grid.
+                FieldSlot::Lone(k) => outputs.push(unsafe { self.lone[k].rows() }),
+            }
+        }
+        let last = n_dims - 1;
+        let (segment, block) = (self.segment, self.block);
+        // The worker's share in row segments and, in 3-D and more, blocks of `block` rows of
+        // dimension 1, each walked plane by plane: the planes a block's rows read stay in the
+        // second-level cache from one plane to the next.
+        let segments = |run: &mut dyn FnMut(&Tile)| {
+            if n_dims == 1 {
+                run(&tile);
+                return;
+            }
+            let mut piece = tile;
+            let mut x = 0;
+            while x < self.shape[last] {
+                piece.start[last] = x;
+                piece.end[last] = (x + segment).min(self.shape[last]);
+                if n_dims >= 3 {
+                    let mut y = tile.start[1];
+                    while y < tile.end[1] {
+                        piece.start[1] = y;
+                        piece.end[1] = (y + block).min(tile.end[1]);
+                        run(&piece);
+                        y += block;
+                    }
+                } else {
+                    run(&piece);
+                }
+                x += segment;
+            }
+        };
+        match self.point_loop {
+            Some(point_loop) => {
+                let run = SpecialisedRun::new(
+                    point_loop,
+                    self.whole,
+                    &inputs,
+                    &outputs,
+                    &self.params,
+                    self.rows,
+                );
+                let mut scratch = run.scratch();
+                segments(&mut |piece| run.run_box(&mut scratch, piece));
+            }
+            None => {
+                let program = self
+                    .program
+                    .as_ref()
+                    .unwrap_or_else(|| unreachable!("stencil-cpu: compiled when needed"));
+                let run = GenericRun::new(
+                    program,
+                    self.whole,
+                    &inputs,
+                    &outputs,
+                    &self.params,
+                    (self.rows.row_block, false),
+                );
+                let mut scratch = run.scratch();
+                segments(&mut |piece| run.run_box(&mut scratch, piece));
+            }
+        }
+    }
+
+    /// Fills, in every grid the step after `before` steps wrote, the halo of planes `planes`
+    /// and each halo plane of dimension 0 whose source is now done (`done[chain]` marks the
+    /// halo planes filled so far by this step).
+    fn fill_halos(&self, before: usize, planes: std::ops::Range<usize>, done: &mut [Vec<bool>]) {
+        let n = self.shape[0];
+        for (chain, filled) in done.iter_mut().enumerate() {
+            let grid = self.chain_grid(chain, 0, before);
+            // SAFETY: only worker 0 runs between the two barriers around this call.
+            let mut view = unsafe { grid.view_mut() };
+            let faces = grid.fill_faces();
+            fill_halo_planes(&mut view, faces, planes.start as isize..planes.end as isize);
+            let h = grid.geom.halo as isize;
+            let (n_signed, front) = (n as isize, planes.end);
+            for (k, c) in (-h..0).chain(n_signed..n_signed + h).enumerate() {
+                if filled[k] {
+                    continue;
+                }
+                let side = usize::from(c >= n_signed);
+                let ready = match grid.faces[0][side].source(c, n) {
+                    HaloSource::Interior(q) => q < front,
+                    HaloSource::Value(_) | HaloSource::Untouched => true,
+                };
+                if ready {
+                    fill_halo_planes(&mut view, faces, c..c + 1);
+                    filled[k] = true;
+                }
+            }
+            if front == n && filled[..2 * h as usize].iter().all(|&f| f) {
+                // The step has filled the grid's whole halo.
+                grid.constant_faces_filled.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}

@@ -1,0 +1,607 @@
+//! Time loops (`Steps`) against the loop a user writes by hand: `run()` then a rotation of
+//! the grids with `std::mem::swap`, step after step. Every grid, interior and halo, must hold
+//! the same bits afterwards, for every boundary condition, kernels of one to three
+//! dimensions and radius 1 to 4, several fields and three time levels, odd and tiny shapes,
+//! 1 to 3 threads, temporal blocking of every depth and slab (step counts that blocks do not
+//! divide), generated and generic point loops. Inputs hold random values (halos included),
+//! and the time loop's grids are poisoned where the hand-written loop's are not written.
+
+use std::ops::ControlFlow;
+
+use stencil::prelude::*;
+use stencil::{CpuBackend, CpuSchedule, ErrorKind, Schedule, Stencil, kernels};
+
+stencil! {
+    /// A wave equation: three time levels, radius 2 in the outer dimension.
+    #[rotate(u_next -> u -> u_prev)]
+    fn wave(u_prev: &Grid2<f64>, u: &Grid2<f64>, u_next: &mut Grid2<f64>, c: f64) {
+        u_next[i, j] = 2.0 * u[i, j] - u_prev[i, j]
+            + c * (u[i-2, j] + u[i+1, j] + u[i, j-1] + u[i, j+1] - 4.0 * u[i, j]);
+    }
+
+    /// Two species, a coefficient grid and an output outside the rotation.
+    #[rotate(un -> u, vn -> v)]
+    fn reaction(u: &Grid2<f64>, v: &Grid2<f64>, k: &Grid2<f64>, un: &mut Grid2<f64>,
+                vn: &mut Grid2<f64>, energy: &mut Grid2<f64>, d: f64, f: f64) {
+        let uvv = u[i, j] * v[i, j] * v[i, j];
+        un[i, j] = u[i, j] + d * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1] - 4.0 * u[i, j])
+            - uvv + f * (1.0 - u[i, j]);
+        vn[i, j] = v[i, j] + 0.5 * d * (v[i-1, j] + v[i+1, j] + v[i, j-1] + v[i, j+1]
+            - 4.0 * v[i, j]) + uvv - k[i, j] * v[i, j];
+        energy[i, j] = u[i, j] * u[i, j] + v[i, j] * v[i, j];
+    }
+
+    /// Reads only below along the outer dimension, two planes away.
+    fn lopsided(u: &Grid3<f64>, out: &mut Grid3<f64>, a: f64) {
+        out[i, j, k] = a * u[i, j, k] + (1.0 - a) * 0.25
+            * (u[i-2, j, k] + u[i, j-1, k] + u[i, j, k+1] + u[i-1, j+1, k-1]);
+    }
+
+    /// No reads along the outer dimension at all.
+    fn flat(u: &Grid3<f64>, out: &mut Grid3<f64>) {
+        out[i, j, k] = 0.5 * u[i, j, k] + 0.25 * (u[i, j, k-1] + u[i, j+1, k]);
+    }
+}
+
+/// SplitMix64 for test data.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn value(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn boundary(&mut self) -> Boundary<f64> {
+        match self.below(5) {
+            0 => Boundary::Dirichlet(self.value()),
+            1 => Boundary::Periodic,
+            2 => Boundary::ZeroGradient,
+            3 => Boundary::Reflect,
+            _ => Boundary::UserManaged,
+        }
+    }
+}
+
+/// One case: a kernel, its rotation, the grids' shape and halo, parameters.
+struct Case<'k> {
+    stencil: &'k Stencil<f64>,
+    chains: &'k [&'k [&'k str]],
+    params: &'k [(&'k str, f64)],
+}
+
+/// Random grids for every field of the case's kernel: random interior and halo values,
+/// random faces (the same for every grid of a chain unless `mixed`; outputs outside the
+/// rotation get theirs too).
+fn grids<const D: usize>(
+    case: &Case<'_>,
+    shape: [usize; D],
+    halo: usize,
+    random: &mut Random,
+    mixed: bool,
+) -> Vec<Grid<f64, D>> {
+    let kernel = case.stencil.kernel();
+    let faces: [[Boundary<f64>; 2]; D] =
+        std::array::from_fn(|_| [random.boundary(), random.boundary()]);
+    kernel
+        .fields
+        .iter()
+        .map(|_| {
+            let mut g = Grid::<f64, D>::with_halo(shape, halo).unwrap();
+            for v in g.as_mut_slice() {
+                *v = random.value();
+            }
+            for (d, pair) in faces.iter().enumerate() {
+                for (side, &b) in [Side::Low, Side::High].into_iter().zip(pair) {
+                    let b = if mixed && random.below(3) == 0 {
+                        random.boundary()
+                    } else {
+                        b
+                    };
+                    g.set_face_boundary(d, side, b).unwrap();
+                }
+            }
+            g
+        })
+        .collect()
+}
+
+/// Copies of `grids` (interior, halo, faces).
+fn copies<const D: usize>(grids: &[Grid<f64, D>]) -> Vec<Grid<f64, D>> {
+    grids
+        .iter()
+        .map(|g| g.repadded(g.padding()).unwrap())
+        .collect()
+}
+
+/// The hand-written loop: `steps` runs of the kernel under the default schedule, each
+/// followed by the rotation.
+fn by_hand<const D: usize>(case: &Case<'_>, grids: &mut [Grid<f64, D>], steps: usize) {
+    by_hand_under(case, grids, steps, CpuSchedule::default());
+}
+
+/// The hand-written loop under `schedule` (its time-loop fields play no part in a sweep).
+fn by_hand_under<const D: usize>(
+    case: &Case<'_>,
+    grids: &mut [Grid<f64, D>],
+    steps: usize,
+    schedule: CpuSchedule,
+) {
+    let kernel = case.stencil.kernel();
+    let index = |name: &str| kernel.field_by_name(name).unwrap().index();
+    for _ in 0..steps {
+        {
+            let (inputs, outputs): (Vec<_>, Vec<_>) = grids
+                .iter_mut()
+                .enumerate()
+                .partition(|(i, _)| kernel.fields[*i].role == stencil::ir::Role::Input);
+            let mut launch = Launch::new(case.stencil);
+            for (i, g) in inputs {
+                launch = launch.input(&kernel.fields[i].name, g);
+            }
+            for (i, g) in outputs {
+                launch = launch.output(&kernel.fields[i].name, g);
+            }
+            for &(name, value) in case.params {
+                launch = launch.param(name, value);
+            }
+            launch.schedule(Schedule::Cpu(schedule)).run().unwrap();
+        }
+        for chain in case.chains {
+            // The grid at position p takes what p - 1 held.
+            for p in (1..chain.len()).rev() {
+                grids.swap(index(chain[p]), index(chain[p - 1]));
+            }
+        }
+    }
+}
+
+/// The time loop on `grids`.
+fn stepped<const D: usize>(
+    case: &Case<'_>,
+    grids: &mut [Grid<f64, D>],
+    steps: usize,
+    backend: &CpuBackend,
+    schedule: Option<CpuSchedule>,
+) {
+    let kernel = case.stencil.kernel();
+    let mut time_loop = Steps::new(case.stencil).on(backend).without_tuning_cache();
+    for chain in case.chains {
+        time_loop = time_loop.rotate(chain);
+    }
+    for (i, g) in grids.iter_mut().enumerate() {
+        time_loop = time_loop.grid(&kernel.fields[i].name, g);
+    }
+    for &(name, value) in case.params {
+        time_loop = time_loop.param(name, value);
+    }
+    if let Some(s) = schedule {
+        time_loop = time_loop.schedule(Schedule::Cpu(s));
+    }
+    let report = time_loop.run(steps).unwrap();
+    assert_eq!(report.steps, steps);
+}
+
+fn assert_same<const D: usize>(got: &[Grid<f64, D>], want: &[Grid<f64, D>], what: &str) {
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        let (g, w) = (g.as_slice(), w.as_slice());
+        assert_eq!(g.len(), w.len(), "{what}: grid {k}");
+        if let Some(at) = (0..g.len()).find(|&i| g[i].to_bits() != w[i].to_bits()) {
+            panic!(
+                "{what}: grid {k} differs at storage index {at}: {} vs {}",
+                g[at], w[at]
+            );
+        }
+        assert_eq!(
+            got[k].boundaries(),
+            want[k].boundaries(),
+            "{what}: faces of grid {k}"
+        );
+    }
+}
+
+/// Schedules covering blocking depths, slabs, register blocks, prefetch and the generic path.
+fn schedules(random: &mut Random) -> Vec<Option<CpuSchedule>> {
+    let mut out = vec![None];
+    for depth in [1, 2, 3, 4, 8] {
+        let slab = [0, 1, 2, 3, 7][random.below(5)];
+        out.push(Some(CpuSchedule {
+            time_depth: depth,
+            time_slab: slab,
+            register_rows: [1, 2, 4][random.below(3)],
+            prefetch: [0, 2][random.below(2)],
+            force_generic: random.below(4) == 0,
+            ..CpuSchedule::default()
+        }));
+    }
+    out
+}
+
+/// Runs the case on random grids of each shape, every schedule, 1 to 3 threads, against the
+/// hand-written loop.
+fn check<const D: usize>(case: &Case<'_>, shapes: &[[usize; D]], halo: usize, seed: u64) {
+    let mut random = Random(seed);
+    let backends: Vec<CpuBackend> = (1..=3).map(|t| CpuBackend::new(t).unwrap()).collect();
+    for &shape in shapes {
+        for schedule in schedules(&mut random) {
+            let backend = &backends[random.below(3)];
+            let steps = [1, 2, 5, 9, 13][random.below(5)];
+            let mixed = random.below(2) == 0;
+            let initial = grids(case, shape, halo, &mut random, mixed);
+            let mut want = copies(&initial);
+            // Outputs whose halo was written by hand (no longer what their faces prescribe):
+            // the first step that writes them must fill their constant faces too.
+            let kernel = case.stencil.kernel();
+            for (g, field) in want.iter_mut().zip(&kernel.fields) {
+                if field.role == stencil::ir::Role::Output && random.below(2) == 0 {
+                    g.set([-1; D], 7.0).unwrap();
+                    g.set(shape.map(|n| n as isize), -7.0).unwrap();
+                }
+            }
+            let mut got = copies(&want);
+            // The same point loop and row segments (loops that reassociate along a row give
+            // the same bits only then; see `Steps`).
+            by_hand_under(case, &mut want, steps, schedule.unwrap_or_default());
+            stepped(case, &mut got, steps, backend, schedule);
+            assert_same(
+                &got,
+                &want,
+                &format!(
+                    "`{}` {shape:?} steps {steps} threads {} {schedule:?}",
+                    case.stencil.kernel().name,
+                    backend.threads()
+                ),
+            );
+        }
+    }
+}
+
+#[test]
+fn heat_in_3d_matches_the_hand_written_loop() {
+    let case = Case {
+        stencil: kernels::jacobi7::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.4), ("c1", 0.1)],
+    };
+    check(
+        &case,
+        &[[7, 5, 9], [1, 3, 4], [2, 1, 1], [36, 30, 33]],
+        1,
+        1,
+    );
+    check(&case, &[[11, 6, 5]], 3, 2);
+}
+
+#[test]
+fn a_radius_4_star_and_the_27_point_stencil_match() {
+    let star = Case {
+        stencil: kernels::star4::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[
+            ("c0", 0.2),
+            ("c1", 0.1),
+            ("c2", 0.05),
+            ("c3", 0.02),
+            ("c4", 0.01),
+        ],
+    };
+    check(&star, &[[9, 6, 11], [3, 2, 5], [40, 30, 31]], 4, 3);
+    let j27 = Case {
+        stencil: kernels::jacobi27::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.3), ("c1", 0.05), ("c2", 0.02), ("c3", 0.01)],
+    };
+    check(&j27, &[[8, 7, 21], [36, 30, 33]], 1, 4);
+}
+
+#[test]
+fn one_and_two_dimensional_kernels_match() {
+    let smooth = Case {
+        stencil: kernels::smooth1d::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("w", 0.3)],
+    };
+    check(&smooth, &[[1], [2], [17], [40_000]], 2, 5);
+    let five = Case {
+        stencil: kernels::five_point::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.5), ("c1", 0.125)],
+    };
+    check(&five, &[[13, 7], [1, 1], [190, 190]], 1, 6);
+}
+
+#[test]
+fn three_time_levels_rotate_as_by_hand() {
+    let case = Case {
+        stencil: wave::stencil(),
+        chains: &[&["u_next", "u", "u_prev"]],
+        params: &[("c", 0.2)],
+    };
+    check(&case, &[[12, 9], [3, 4], [200, 180]], 2, 7);
+}
+
+#[test]
+fn several_chains_coefficients_and_outputs_outside_the_rotation() {
+    let case = Case {
+        stencil: reaction::stencil(),
+        chains: &[&["un", "u"], &["vn", "v"]],
+        params: &[("d", 0.1), ("f", 0.03)],
+    };
+    check(&case, &[[10, 11], [1, 5], [190, 190]], 1, 8);
+}
+
+#[test]
+fn lopsided_and_flat_reaches_along_the_outer_dimension() {
+    let lopsided = Case {
+        stencil: lopsided::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("a", 0.3)],
+    };
+    check(&lopsided, &[[9, 5, 6], [36, 30, 33]], 2, 9);
+    let flat = Case {
+        stencil: flat::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[],
+    };
+    check(&flat, &[[5, 4, 7], [36, 30, 33]], 1, 10);
+}
+
+#[test]
+fn a_kernel_built_at_run_time_steps_through_the_generic_path() {
+    let generic = kernels::jacobi7::stencil().without_cpu_rows();
+    let case = Case {
+        stencil: &generic,
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.4), ("c1", 0.1)],
+    };
+    check(&case, &[[6, 5, 7], [36, 30, 33]], 1, 11);
+}
+
+#[test]
+fn a_callback_sees_the_state_every_interval_and_may_stop_the_loop() {
+    let case = Case {
+        stencil: kernels::jacobi7::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.4), ("c1", 0.1)],
+    };
+    let mut random = Random(12);
+    let initial = grids(&case, [9, 8, 10], 1, &mut random, false);
+    let mut want = copies(&initial);
+    for g in &mut want {
+        g.update_halo();
+    }
+    let mut got = copies(&want);
+    let mut seen = Vec::new();
+    let (head, tail) = got.split_at_mut(1);
+    let report = kernels::jacobi7::stencil();
+    let report = Steps::new(report)
+        .rotate(&["out", "u"])
+        .grid("u", &mut head[0])
+        .grid("out", &mut tail[0])
+        .param("c0", 0.4)
+        .param("c1", 0.1)
+        .schedule(Schedule::Cpu(CpuSchedule {
+            time_depth: 4,
+            ..CpuSchedule::default()
+        }))
+        .every(3, |state| {
+            seen.push((state.step(), state.grid("u").unwrap().to_vec()));
+            if state.step() == 9 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .run(20)
+        .unwrap();
+    assert_eq!(report.steps, 9);
+    assert!(report.stopped);
+    let mut by_hand_u = Vec::new();
+    for _ in 0..3 {
+        by_hand(&case, &mut want, 3);
+        by_hand_u.push(want[0].to_vec());
+    }
+    assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [3, 6, 9]);
+    for ((_, got_u), want_u) in seen.iter().zip(&by_hand_u) {
+        assert_eq!(got_u, want_u);
+    }
+    assert_same(&got, &want, "stopped after 9 steps");
+}
+
+#[test]
+fn a_callback_may_change_a_parameter_for_the_steps_that_follow() {
+    let case = Case {
+        stencil: kernels::five_point::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.5), ("c1", 0.125)],
+    };
+    let mut random = Random(13);
+    let mut want = copies(&grids(&case, [30, 20], 1, &mut random, false));
+    let mut got = copies(&want);
+    by_hand(&case, &mut want, 4);
+    let slower = Case {
+        params: &[("c0", 0.5), ("c1", 0.0625)],
+        ..case
+    };
+    by_hand(&slower, &mut want, 4);
+    let (head, tail) = got.split_at_mut(1);
+    Steps::new(kernels::five_point::stencil())
+        .rotate(&["out", "u"])
+        .grid("u", &mut head[0])
+        .grid("out", &mut tail[0])
+        .param("c0", 0.5)
+        .param("c1", 0.125)
+        .every(4, |state| {
+            state.set_param("c1", 0.0625).unwrap();
+            assert_eq!(state.param("c1"), Some(0.0625));
+            assert!(state.set_param("c9", 1.0).is_err());
+            ControlFlow::Continue(())
+        })
+        .run(8)
+        .unwrap();
+    assert_same(&got, &want, "parameter changed after 4 steps");
+}
+
+#[test]
+fn misuse_is_an_error() {
+    let stencil = kernels::jacobi7::stencil();
+    let mut u = Grid3::<f64>::new([4, 4, 4]).unwrap();
+    let mut v = u.like();
+    let mut w = Grid3::<f64>::new([4, 5, 4]).unwrap();
+    fn kind(steps: Steps<'_, f64, 3>) -> ErrorKind {
+        steps.run(3).unwrap_err().kind()
+    }
+    fn params(s: Steps<'_, f64, 3>) -> Steps<'_, f64, 3> {
+        s.param("c0", 0.4).param("c1", 0.1)
+    }
+    // No rotation, an output that is not first, unknown names, an input twice.
+    assert_eq!(
+        kind(params(
+            Steps::new(stencil).grid("u", &mut u).grid("out", &mut v)
+        )),
+        ErrorKind::BadArgument
+    );
+    for chain in [
+        &["u", "out"][..],
+        &["out"],
+        &["out", "nope"],
+        &["out", "u", "u"],
+    ] {
+        assert_eq!(
+            kind(params(
+                Steps::new(stencil)
+                    .rotate(chain)
+                    .grid("u", &mut u)
+                    .grid("out", &mut v)
+            )),
+            ErrorKind::BadArgument,
+            "{chain:?}"
+        );
+    }
+    // A rotating grid bound read-only; a parameter given twice or missing.
+    assert_eq!(
+        kind(params(
+            Steps::new(stencil)
+                .rotate(&["out", "u"])
+                .input("u", &u)
+                .grid("out", &mut v)
+        )),
+        ErrorKind::BadArgument
+    );
+    let twice = Steps::new(stencil)
+        .rotate(&["out", "u"])
+        .grid("u", &mut u)
+        .grid("out", &mut v)
+        .param("c0", 0.4)
+        .param("c0", 0.5)
+        .param("c1", 0.1);
+    assert_eq!(kind(twice), ErrorKind::BadArgument);
+    let missing = Steps::new(stencil)
+        .rotate(&["out", "u"])
+        .grid("u", &mut u)
+        .grid("out", &mut v)
+        .param("c0", 0.4);
+    assert_eq!(kind(missing), ErrorKind::BadArgument);
+    // Grids of different shapes.
+    assert_eq!(
+        kind(params(
+            Steps::new(stencil)
+                .rotate(&["out", "u"])
+                .grid("u", &mut u)
+                .grid("out", &mut w)
+        )),
+        ErrorKind::ShapeMismatch
+    );
+    // A callback every 0 steps.
+    let zero = params(
+        Steps::new(stencil)
+            .rotate(&["out", "u"])
+            .grid("u", &mut u)
+            .grid("out", &mut v),
+    )
+    .every(0, |_| ControlFlow::Continue(()));
+    assert_eq!(kind(zero), ErrorKind::BadArgument);
+    // A stale halo on a grid the first step reads.
+    u.set_boundary(Boundary::Periodic);
+    u[[1, 1, 1]] = 2.0;
+    assert_eq!(
+        kind(params(
+            Steps::new(stencil)
+                .rotate(&["out", "u"])
+                .grid("u", &mut u)
+                .grid("out", &mut v)
+        )),
+        ErrorKind::StaleHalo
+    );
+    // A halo narrower than the kernel reads, on the output (read by the second step).
+    u.update_halo();
+    let mut thin = Grid3::<f64>::with_halo([4, 4, 4], 0).unwrap();
+    assert_eq!(
+        kind(params(
+            Steps::new(stencil)
+                .rotate(&["out", "u"])
+                .grid("u", &mut u)
+                .grid("out", &mut thin)
+        )),
+        ErrorKind::HaloTooNarrow
+    );
+    // Zero steps do nothing.
+    let before = u.to_vec();
+    let report = params(
+        Steps::new(stencil)
+            .rotate(&["out", "u"])
+            .grid("u", &mut u)
+            .grid("out", &mut v),
+    )
+    .run(0)
+    .unwrap();
+    assert_eq!(report.steps, 0);
+    assert_eq!(u.to_vec(), before);
+}
+
+#[test]
+fn the_macro_generates_a_typed_time_loop_from_the_rotate_attribute() {
+    // Three levels: `wave::steps` takes every grid mutably; after the loop `u` holds the
+    // newest step and `u_prev` the one before, as the hand-written rotation leaves them.
+    let case = Case {
+        stencil: wave::stencil(),
+        chains: &[&["u_next", "u", "u_prev"]],
+        params: &[("c", 0.2)],
+    };
+    let mut random = Random(14);
+    let mut want = copies(&grids(&case, [40, 31], 2, &mut random, false));
+    let mut got = copies(&want);
+    by_hand(&case, &mut want, 7);
+    let [u_prev, u, u_next] = &mut got[..] else {
+        unreachable!()
+    };
+    let report = wave::steps(u_prev, u, u_next, 0.2).run(7).unwrap();
+    assert_eq!(report.steps, 7);
+    assert_same(&got, &want, "wave::steps");
+
+    // Two chains, a read-only coefficient grid (borrowed shared) and an output outside the
+    // rotation.
+    let case = Case {
+        stencil: reaction::stencil(),
+        chains: &[&["un", "u"], &["vn", "v"]],
+        params: &[("d", 0.1), ("f", 0.03)],
+    };
+    let mut want = copies(&grids(&case, [17, 23], 1, &mut random, false));
+    let mut got = copies(&want);
+    by_hand(&case, &mut want, 5);
+    let [u, v, k, un, vn, energy] = &mut got[..] else {
+        unreachable!()
+    };
+    reaction::steps(u, v, k, un, vn, energy, 0.1, 0.03)
+        .run(5)
+        .unwrap();
+    assert_same(&got, &want, "reaction::steps");
+}

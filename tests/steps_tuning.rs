@@ -1,0 +1,139 @@
+//! First-call tuning of time loops: the first call of a time loop on a shape tunes on copies
+//! of its grids (the simulation's own grids end exactly as the hand-written loop leaves them),
+//! later calls of the process remember the choice, another process finds it in the cache and
+//! measures nothing, calls of another step-count class are tuned apart, and short loops are
+//! not tuned under `quick`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use stencil::prelude::*;
+use stencil::{CpuSchedule, Schedule, StepsReport, TunePolicy, TuningCache, TuningSource};
+
+mod common;
+use common::heat;
+
+const ROLE_VAR: &str = "STENCIL_STEPS_TUNING_TEST_ROLE";
+const CACHE_VAR: &str = "STENCIL_STEPS_TUNING_TEST_CACHE";
+
+/// `steps` steps of the time loop on `u` (and `out`), tuned with the cache at `path`.
+fn time_loop(u: &mut Grid3<f64>, out: &mut Grid3<f64>, steps: usize, path: &Path) -> StepsReport {
+    Steps::new(heat::stencil())
+        .rotate(&["out", "u"])
+        .grid("u", u)
+        .grid("out", out)
+        .param("c0", 0.4)
+        .param("c1", 0.1)
+        .tune(TunePolicy::Quick)
+        .tuning_cache(TuningCache::at(path))
+        .run(steps)
+        .expect("time loop")
+}
+
+/// The hand-written loop's `u` after `steps` steps.
+fn by_hand(u: &Grid3<f64>, steps: usize) -> Vec<f64> {
+    let mut u = u.repadded(u.padding()).unwrap();
+    let mut out = u.like();
+    for _ in 0..steps {
+        heat(&u, &mut out, 0.4, 0.1)
+            .schedule(Schedule::Cpu(CpuSchedule::default()))
+            .run()
+            .unwrap();
+        std::mem::swap(&mut u, &mut out);
+    }
+    u.as_slice().to_vec()
+}
+
+fn run_child(test: &str, role: &str, cache: &Path) -> String {
+    let exe = std::env::current_exe().expect("test binary");
+    let output = Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ROLE_VAR, role)
+        .env(CACHE_VAR, cache)
+        .output()
+        .expect("spawn the child");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "child {role} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn a_time_loop_tunes_on_copies_then_remembers_and_another_process_hits_the_cache() {
+    let child = std::env::var(ROLE_VAR).ok();
+    let path = match std::env::var(CACHE_VAR) {
+        Ok(p) if child.is_some() => PathBuf::from(p),
+        _ => common::temp_cache("steps-tuning", "first-call"),
+    };
+    let mut u = common::random_grid(21);
+    let mut out = u.like();
+    let want = by_hand(&u, 16);
+    let report = time_loop(&mut u, &mut out, 16, &path);
+    assert_eq!(
+        u.as_slice(),
+        &want[..],
+        "after the first call ({})",
+        report.tuning
+    );
+    assert_eq!(report.steps, 16);
+    if child.as_deref() == Some("second-process") {
+        assert_eq!(
+            report.tuning.source,
+            TuningSource::CacheHit,
+            "{}",
+            report.tuning
+        );
+        assert_eq!(report.tuning.trials, 0);
+        println!("CHILD-SAW: {}", report.tuning);
+        return;
+    }
+    assert_eq!(
+        report.tuning.source,
+        TuningSource::Tuned,
+        "{}",
+        report.tuning
+    );
+    assert!(report.tuning.trials >= 2, "{}", report.tuning);
+    assert!(
+        report.tuning.description.contains("time_depth="),
+        "{}",
+        report.tuning
+    );
+    // A second call of the same class is remembered: no trial.
+    let want = by_hand(&u, 20);
+    let again = time_loop(&mut u, &mut out, 20, &path);
+    assert_eq!(again.tuning.source, TuningSource::Remembered);
+    assert_eq!(again.tuning.schedule, report.tuning.schedule);
+    assert_eq!(u.as_slice(), &want[..], "after the remembered call");
+    // Another class of step counts is tuned apart.
+    let other = time_loop(&mut u, &mut out, 100, &path);
+    assert_eq!(other.tuning.source, TuningSource::Tuned, "{}", other.tuning);
+    assert_eq!(TuningCache::at(&path).entries().len(), 2);
+    // Another process finds the first class's schedule in the cache.
+    let stdout = run_child(
+        "a_time_loop_tunes_on_copies_then_remembers_and_another_process_hits_the_cache",
+        "second-process",
+        &path,
+    );
+    assert!(
+        stdout.contains("CHILD-SAW: tuning: cache hit: ")
+            && stdout.contains(&report.tuning.description),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn short_loops_run_the_default_under_quick() {
+    let path = common::temp_cache("steps-tuning", "short");
+    let mut u = common::random_grid(22);
+    let mut out = u.like();
+    let want = by_hand(&u, 5);
+    let report = time_loop(&mut u, &mut out, 5, &path);
+    assert_eq!(report.tuning.source, TuningSource::Default);
+    assert_eq!(report.tuning.trials, 0);
+    assert_eq!(u.as_slice(), &want[..]);
+    assert!(TuningCache::at(&path).entries().is_empty());
+}
