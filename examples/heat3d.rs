@@ -6,17 +6,21 @@
 //!
 //! Explicit Euler on the 7-point Laplacian: `u' = c0 u + c1 (sum of the 6 neighbours)` with
 //! `c1 = r = alpha dt / h^2 = 0.1` (stable for r <= 1/6) and `c0 = 1 - 6 r`. The walls are held
-//! at temperature 0 by Dirichlet boundaries; the sphere starts at 1. Prints the time of every
-//! tenth step and a summary (median ms per step, GPts/s, GB/s at the kernel's compulsory bytes
-//! per point), and physical sanity figures at start and end: the total heat (conserved until
-//! heat reaches the cold walls, then falling; it never grows), the maximum temperature (never
-//! grows) and the squared L2 norm of the temperature (strictly falls under diffusion). Writes a
-//! PNG of the mid-plane temperature.
+//! at temperature 0 by Dirichlet boundaries; the sphere starts at 1. The steps run as one time
+//! loop (`heat::steps`, from the kernel's `#[rotate(out -> u)]`), which advances several steps
+//! per trip through memory where that pays, and prints progress every tenth step; then the
+//! same number of steps (at most 20) runs as plain sweeps (`run()` and `std::mem::swap`) on a
+//! copy of the starting state, for the speed-up of the time loop over them and a check that
+//! both end in the same state. Prints physical sanity figures at start and end: the total heat
+//! (conserved until heat reaches the cold walls, then falling; it never grows), the maximum
+//! temperature (never grows) and the squared L2 norm of the temperature (strictly falls under
+//! diffusion). Writes a PNG of the mid-plane temperature.
 //!
-//! The first step tunes the kernel's schedule for this grid and machine (or finds it in the
-//! tuning cache) and prints what happened: `tuning: N trials in X s: <schedule>` the first
-//! time, `tuning: cache hit: <schedule>` in later runs. `STENCIL_TUNE=off|quick|thorough|
-//! exhaustive` sets how hard to tune; `STENCIL_TUNE_CACHE` where the cache lives.
+//! The time loop's first call tunes its schedule for this grid and machine (or finds it in
+//! the tuning cache) and prints what happened: `tuning: N trials in X s: <schedule>` the first
+//! time, `tuning: cache hit: <schedule>` in later runs; the plain sweeps' tuning follows on
+//! its own line. `STENCIL_TUNE=off|quick|thorough|exhaustive` sets how hard to tune;
+//! `STENCIL_TUNE_CACHE` where the cache lives.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -25,7 +29,9 @@ use stencil::prelude::*;
 use stencil::{CpuBackend, analysis};
 
 stencil! {
-    /// One explicit Euler step of the 3-D heat equation (7-point Laplacian).
+    /// One explicit Euler step of the 3-D heat equation (7-point Laplacian); in a time loop
+    /// each step's `out` becomes the next step's `u`.
+    #[rotate(out -> u)]
     pub fn heat(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
         out[i, j, k] = c0 * u[i, j, k]
             + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
@@ -111,40 +117,65 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         bytes_per_point
     );
     println!("start: total heat {heat0:.9e}, max temperature {max0:.6}, L2^2 {l2_0:.9e}");
-    println!("{:>6} {:>10} {:>9} {:>9}", "step", "ms", "GPts/s", "GB/s");
+    // The plain sweeps' starting state, for the comparison after the time loop.
+    let mut plain_u = u.repadded(u.padding())?;
 
-    let mut times = Vec::with_capacity(opts.steps);
-    for step in 1..=opts.steps {
+    // The time loop: all steps in one call, progress every tenth step.
+    println!("{:>6} {:>16}", "step", "max temperature");
+    let report = heat::steps(&mut u, &mut v, c0, c1)
+        .on(&backend)
+        .every(10, |state| {
+            let max = state.grid("u").map_or(f64::NAN, |u| {
+                u.interior_iter().fold(f64::MIN, |m, (_, v)| m.max(v))
+            });
+            println!("{:>6} {max:>16.6}", state.step());
+            std::ops::ControlFlow::Continue(())
+        })
+        .run(opts.steps)?;
+    println!("{}", report.tuning);
+    let per_step = report.seconds / opts.steps.max(1) as f64;
+    println!(
+        "time loop: {} steps in {:.3} s: {:.3} ms per step, {:.3} GPts/s, {:.2} GB/s at the \
+         compulsory {bytes_per_point} bytes per point",
+        report.steps,
+        report.seconds,
+        per_step * 1e3,
+        points / per_step / 1e9,
+        points * bytes_per_point / per_step / 1e9
+    );
+
+    // The same steps as plain sweeps, on a copy of the starting state.
+    let plain_steps = opts.steps.min(20);
+    let mut plain_v = plain_u.like();
+    let mut times = Vec::with_capacity(plain_steps);
+    for step in 1..=plain_steps {
         let t = Instant::now();
-        let report = heat(&u, &mut v, c0, c1).on(&backend).run_with_report()?;
-        let s = t.elapsed().as_secs_f64();
+        let sweep = heat(&plain_u, &mut plain_v, c0, c1)
+            .on(&backend)
+            .run_with_report()?;
+        times.push(t.elapsed().as_secs_f64());
         if step == 1 {
-            // The first call tunes (or finds its schedule in the tuning cache).
-            println!("{report}");
+            // The first sweep tunes (or finds its schedule in the tuning cache).
+            println!("plain sweeps {sweep}");
         }
-        times.push(s);
-        std::mem::swap(&mut u, &mut v);
-        if step % 10 == 0 || step == 1 || step == opts.steps {
-            println!(
-                "{step:>6} {:>10.3} {:>9.3} {:>9.2}",
-                s * 1e3,
-                points / s / 1e9,
-                points * bytes_per_point / s / 1e9
-            );
-        }
+        std::mem::swap(&mut plain_u, &mut plain_v);
     }
-    if !times.is_empty() {
-        let mut sorted = times.clone();
+    if plain_steps > 0 {
+        // Steady state: the first sweep tunes.
+        let mut sorted = times[usize::from(plain_steps > 1)..].to_vec();
         sorted.sort_by(f64::total_cmp);
         let median = sorted[sorted.len() / 2];
         println!(
-            "median step: {:.3} ms, {:.3} GPts/s, {:.2} GB/s (min {:.3} ms, max {:.3} ms)",
+            "plain sweeps: median {:.3} ms per step, {:.3} GPts/s, {:.2} GB/s; speed-up of the \
+             time loop over them: {:.2}x",
             median * 1e3,
             points / median / 1e9,
             points * bytes_per_point / median / 1e9,
-            sorted[0] * 1e3,
-            sorted[sorted.len() - 1] * 1e3
+            median / per_step
         );
+        if plain_steps == opts.steps && plain_u.as_slice() != u.as_slice() {
+            return Err("the time loop and the plain sweeps ended in different states".into());
+        }
     }
     let (heat1, max1, l2_1) = sanity_figures(&u);
     println!("end:   total heat {heat1:.9e}, max temperature {max1:.6}, L2^2 {l2_1:.9e}");

@@ -6,7 +6,8 @@
 //! use stencil::prelude::*;
 //!
 //! stencil! {
-//!     /// One Jacobi sweep of the 3-D heat equation.
+//!     /// One Jacobi sweep of the 3-D heat equation; in a time loop `out` becomes `u`.
+//!     #[rotate(out -> u)]
 //!     pub fn heat(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
 //!         out[i, j, k] = c0 * u[i, j, k]
 //!             + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
@@ -16,12 +17,17 @@
 //!
 //! fn main() -> Result<(), stencil::Error> {
 //!     let mut u = Grid3::<f64>::new([32, 32, 32])?;
-//!     let mut v = u.like();
 //!     u.fill_with(|[i, j, k]| (i + j + k) as f64);
+//!     let mut v = u.like();
+//!     let (mut a, mut b) = (u.repadded(0)?, v.like());
+//!     // Ten steps in one call: `u` then holds step 10 ...
+//!     heat::steps(&mut u, &mut v, 0.4, 0.1).run(10)?;
+//!     // ... exactly what ten sweeps, each followed by a swap, leave.
 //!     for _ in 0..10 {
-//!         heat(&u, &mut v, 0.4, 0.1).run()?;
-//!         std::mem::swap(&mut u, &mut v);
+//!         heat(&a, &mut b, 0.4, 0.1).run()?;
+//!         std::mem::swap(&mut a, &mut b);
 //!     }
+//!     assert_eq!(u.as_slice(), a.as_slice());
 //!     Ok(())
 //! }
 //! ```
@@ -29,7 +35,8 @@
 //! The macro checks the kernel at compile time (every mistake is an error with a span), lowers
 //! it to the IR of [`stencil_core`], and generates a typed function with the kernel's own
 //! signature returning a [`Launch`]; `.run()` validates the call (shapes, halos) and runs it on
-//! the CPU backend. Kernels can also be built at run time with [`KernelBuilder`] and run through
+//! the CPU backend. With a `#[rotate(..)]` attribute it also generates `kernel::steps(..)`, a
+//! time loop ([`Steps`]) that runs many steps in one call, several per trip through memory. Kernels can also be built at run time with [`KernelBuilder`] and run through
 //! [`Launch::new`]. [`verify()`] checks a kernel on every backend against the reference
 //! interpreter; call it in your own tests.
 //!

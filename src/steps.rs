@@ -53,15 +53,16 @@
 //! thickness and blocks they run on) or finds it in the tuning cache, as single sweeps are
 //! tuned ([`crate::tuning`]); its key also holds the class of the step count
 //! ([`steps_class`](stencil_core::steps::steps_class): fewer than 8, 64, 512 steps, or
-//! more), since the best blocking depends on
-//! it. Trials run on copies of the grids, so tuning never changes the simulation; they take
-//! about a second. Interiors under [`MIN_TUNED_POINTS`](crate::tuning::MIN_TUNED_POINTS)
+//! more), since the best blocking depends on it. Trials run on copies of the grids' leading
+//! planes of the outer dimension (as many as the backend's
+//! [`steps_trial_shape`](Backend::steps_trial_shape) asks for), so tuning never changes the
+//! simulation and costs a fraction of its steps, about a second on 256^3 grids. Interiors under [`MIN_TUNED_POINTS`](crate::tuning::MIN_TUNED_POINTS)
 //! points and calls of fewer than 8 steps are not tuned under `quick`.
 
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use stencil_core::grid::Grid;
+use stencil_core::grid::{Grid, Side};
 use stencil_core::steps::StepGrid;
 use stencil_core::{
     Backend, Element, Error, ErrorKind, FieldId, Kernel, Result, Role, Rotation, Schedule, Stencil,
@@ -573,15 +574,14 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     ) -> Result<TuneReport> {
         let shape: Vec<usize> = grid_ref(&self.grids[0]).shape().to_vec();
         let padding: Vec<usize> = self.grids.iter().map(|g| grid_ref(g).padding()).collect();
-        // Copies of the grids the loop writes, for the trials; coefficients are shared.
-        let mut copies: Vec<Option<Grid<T, D>>> = Vec::new();
-        let setup = |copies: &mut Vec<Option<Grid<T, D>>>| -> Result<()> {
+        // Trials run on copies of the leading planes of every grid (as many as the backend
+        // asks for), so they never change the simulation and cost a fraction of its steps.
+        let trial_shape = backend.steps_trial_shape(self.stencil.kernel(), &shape);
+        let mut copies: Vec<Grid<T, D>> = Vec::new();
+        let setup = |copies: &mut Vec<Grid<T, D>>| -> Result<()> {
             if copies.is_empty() {
                 for slot in &self.grids {
-                    copies.push(match slot {
-                        Some(StepsGrid::Write(grid)) => Some(grid.repadded(grid.padding())?),
-                        _ => None,
-                    });
+                    copies.push(leading_planes(grid_ref(slot), trial_shape[0])?);
                 }
             }
             Ok(())
@@ -596,10 +596,9 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             shadow.grids = grids
                 .iter()
                 .zip(copies.iter_mut())
-                .map(|(slot, copy)| match (slot, copy) {
-                    (_, Some(copy)) => Some(StepsGrid::Write(copy)),
-                    (Some(StepsGrid::Read(g)), None) => Some(StepsGrid::Read(g)),
-                    _ => None,
+                .map(|(slot, copy)| match slot {
+                    Some(StepsGrid::Write(_)) => Some(StepsGrid::Write(copy)),
+                    _ => Some(StepsGrid::Read(&*copy)),
                 })
                 .collect();
             let (_, result) = shadow.run_chunk(rotation, params, backend, schedule, trial_steps);
@@ -650,6 +649,27 @@ fn grid_ref<'s, T: Element, const D: usize>(
         Some(StepsGrid::Write(g)) => g,
         None => unreachable!("stencil steps: every grid is bound before it is read"),
     }
+}
+
+/// A copy of the first `planes` planes of dimension 0 of `grid` (all of it when it has no
+/// more), in the same layout and with the same boundary conditions, halo filled.
+fn leading_planes<T: Element, const D: usize>(
+    grid: &Grid<T, D>,
+    planes: usize,
+) -> Result<Grid<T, D>> {
+    let mut shape = grid.shape();
+    if planes >= shape[0] {
+        return grid.repadded(grid.padding());
+    }
+    shape[0] = planes;
+    let mut copy = Grid::with_padding(shape, grid.halo(), grid.padding())?;
+    copy.fill_with(|p| grid[p]);
+    for (d, faces) in grid.boundaries().iter().enumerate() {
+        for (side, &face) in [Side::Low, Side::High].into_iter().zip(faces) {
+            copy.set_face_boundary(d, side, face)?;
+        }
+    }
+    Ok(copy)
 }
 
 /// A written grid as the job sees it: its storage (marked as written) and its faces.

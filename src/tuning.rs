@@ -123,8 +123,14 @@ pub struct TuneReport {
     pub tuning_seconds: f64,
     /// Measured seconds per sweep of the schedule, when known (tuned now or cached).
     pub seconds_per_sweep: Option<f64>,
-    /// Measured fraction of the roofline bound, when known.
+    /// Measured fraction of the roofline bound, when known: the single sweep's bound time
+    /// over the measured time (for a time loop, per step: above 1 is faster than any single
+    /// sweep can be).
     pub roofline_fraction: Option<f64>,
+    /// Whether this is a time loop's report ([`crate::Steps`]): its times are per step,
+    /// estimated from trials on part of the grids (see the backend's
+    /// [`steps_trial_shape`](stencil_core::Backend::steps_trial_shape)).
+    pub time_loop: bool,
 }
 
 impl TuneReport {
@@ -141,6 +147,7 @@ impl TuneReport {
             tuning_seconds: 0.0,
             seconds_per_sweep: None,
             roofline_fraction: None,
+            time_loop: false,
         }
     }
 }
@@ -163,7 +170,8 @@ impl fmt::Display for TuneReport {
             write!(f, ": {}", self.description)?;
         }
         if let Some(s) = self.seconds_per_sweep {
-            write!(f, " ({:.3} ms per sweep", s * 1e3)?;
+            let per = if self.time_loop { "step" } else { "sweep" };
+            write!(f, " ({:.3} ms per {per}", s * 1e3)?;
             if let Some(fr) = self.roofline_fraction.filter(|fr| *fr > 0.0) {
                 write!(f, ", {:.0}% of the roofline bound", 100.0 * fr)?;
             }
@@ -271,8 +279,9 @@ pub(crate) fn choose<T: Element>(
 
 /// The schedule of a time loop of `stencil` on `backend` over an interior of `shape` (grids
 /// padded by `padding` lines, in the kernel's field order) running `steps` steps: remembered,
-/// cached or tuned now, `trial(schedule, n)` running `n` steps on copies of the grids
-/// (`false`: it failed). Keyed like a sweep's schedule plus the time loop's step-count class.
+/// cached or tuned now, `trial(schedule, n)` running `n` steps on copies of the grids of the
+/// backend's [`steps_trial_shape`](Backend::steps_trial_shape) (`false`: it failed). Keyed
+/// like a sweep's schedule plus the time loop's step-count class.
 ///
 /// # Errors
 /// [`ErrorKind::BadArgument`] when `STENCIL_TUNE` names no policy.
@@ -301,13 +310,18 @@ pub(crate) fn choose_steps<T: Element>(
         ));
     }
     let class = stencil_core::steps::steps_class(steps);
+    let trial_shape = backend.steps_trial_shape(kernel, shape);
     let target = Target {
         backend: format!("{} (time loop, steps class {class})", backend.name()),
         device: backend.tuning_device(),
         default,
         space: &|| backend.steps_tuning_space(kernel, shape, steps),
         bandwidth: &|| backend.measure_bandwidth(),
-        time_loop: Some(TIME_LOOP_TRIAL_STEPS),
+        time_loop: Some(TimeLoopTrials {
+            steps: TIME_LOOP_TRIAL_STEPS,
+            scale: shape.iter().product::<usize>() as f64
+                / trial_shape.iter().product::<usize>().max(1) as f64,
+        }),
     };
     let call = Call {
         kernel,
@@ -316,9 +330,11 @@ pub(crate) fn choose_steps<T: Element>(
         shape,
         padding,
     };
-    choose_for(&call, &target, settings, &mut |schedule| {
+    let mut report = choose_for(&call, &target, settings, &mut |schedule| {
         trial(schedule, TIME_LOOP_TRIAL_STEPS)
-    })
+    })?;
+    report.time_loop = true;
+    Ok(report)
 }
 
 /// Tunes `stencil` on grids resident on `device` (or finds its schedule in the memo or the
@@ -412,10 +428,19 @@ struct Target<'a> {
     space: &'a dyn Fn() -> Option<TuningSpace>,
     /// Measures the device's bandwidth now.
     bandwidth: &'a dyn Fn() -> Option<f64>,
-    /// For a time loop, the steps each trial runs (`run` then runs that many steps): times
-    /// are divided by it, and the sweep's roofline bound neither stops nor prunes the search
-    /// (temporal blocking can beat it).
-    time_loop: Option<usize>,
+    /// For a time loop, how its trials run (see [`TimeLoopTrials`]).
+    time_loop: Option<TimeLoopTrials>,
+}
+
+/// How a time loop's trials relate to the loop: each runs `steps` steps on grids of a part of
+/// the loop's interior, `scale` times fewer points. A trial's time divided by `steps` and
+/// multiplied by `scale` estimates the loop's time per step. The sweep's roofline bound
+/// neither stops nor prunes the search (temporal blocking can beat it), and the machine's
+/// bandwidth is not measured for it (a cached measurement gives the report its fraction).
+#[derive(Clone, Copy, Debug)]
+struct TimeLoopTrials {
+    steps: usize,
+    scale: f64,
 }
 
 /// [`choose`] for any target: `run` runs one sweep under a schedule (`false`: it failed).
@@ -507,7 +532,10 @@ fn choose_for(
         }
         _ => {
             let started = Instant::now();
-            let measured = bandwidth(target.bandwidth, cache.as_ref(), &device, threads);
+            let measured = match target.time_loop {
+                Some(_) => cache.as_ref().and_then(|c| c.bandwidth(&device, threads)),
+                None => bandwidth(target.bandwidth, cache.as_ref(), &device, threads),
+            };
             let roofline = roofline(&space, kernel, &shape, measured);
             // The bound stop needs a measured bandwidth and a sweep that memory bounds: one
             // whose traffic is several times the largest cache.
@@ -553,6 +581,7 @@ fn cache_hit(space: &TuningSpace, entry: &TunedEntry) -> TuneReport {
         tuning_seconds: 0.0,
         seconds_per_sweep: (entry.seconds > 0.0).then_some(entry.seconds),
         roofline_fraction: (entry.roofline_fraction > 0.0).then_some(entry.roofline_fraction),
+        time_loop: false,
     }
 }
 
@@ -660,8 +689,8 @@ struct Tuned<'a> {
     /// Whether the model may prune (its times are comparable with measured ones).
     prune: bool,
     started: Instant,
-    /// Steps per trial, for a time loop (see [`Target::time_loop`]).
-    time_loop: Option<usize>,
+    /// For a time loop, how its trials run (see [`Target::time_loop`]).
+    time_loop: Option<TimeLoopTrials>,
 }
 
 impl Tuned<'_> {
@@ -675,7 +704,8 @@ impl Tuned<'_> {
         policy: TunePolicy,
     ) -> (TuneReport, Option<TunedEntry>) {
         let space = self.space;
-        let steps = self.time_loop.unwrap_or(1) as f64;
+        // A trial's time over the loop's time per step (1 for a sweep).
+        let steps = self.time_loop.map_or(1.0, |t| t.steps as f64 / t.scale);
         // A time loop's trial time is per trial of several steps: no sweep bound applies.
         let bound = self.bound.filter(|_| self.time_loop.is_none());
         let mut plan = policy.plan(space.space().n_points(), bound);
@@ -772,6 +802,7 @@ impl Tuned<'_> {
                     tuning_seconds,
                     seconds_per_sweep: Some(found.trial.seconds),
                     roofline_fraction: fraction(found.trial.seconds),
+                    time_loop: false,
                 };
                 (report, Some(entry))
             }
@@ -785,6 +816,7 @@ impl Tuned<'_> {
                     tuning_seconds,
                     seconds_per_sweep: None,
                     roofline_fraction: None,
+                    time_loop: false,
                 };
                 (report, None)
             }

@@ -2,7 +2,14 @@
 //!
 //! ```text
 //! cargo run --release --example bench -- [--json] [--repeats N] [--n3 N] [--n2 N] [--svg PATH]
+//!                                        [--only sweeps,cache,steps] [--steps-repeats N]
 //! ```
+//!
+//! Three sections (all unless `--only` names some): `sweeps`, described below; `cache`,
+//! cache-resident sweeps (W1 at 64^3, W3 at 1024^2) against the hand-written loops and the
+//! fixed cost of one `run()` (module `cached`); `steps`, time loops (W1 and W3 for 100 steps,
+//! W2 for 20) per step for the hand-written swap loop, `run()` then swap, and `Steps` default
+//! and tuned, with the first call's tuning (module `timeloop`).
 //!
 //! For W1 (7-point 3-D, 256^3), W2 (27-point 3-D, 256^3), W3 (5-point 2-D, 8192^2), and Kamil's
 //! Divergence and Gradient (256^3), all f64, with 1 and 2 threads, it measures: an in-process
@@ -29,7 +36,9 @@
 //! prints its path. Before timing, every implementation's output (over NaN-poisoned outputs) is
 //! checked against the serial baseline's.
 
+mod cached;
 mod report;
+mod timeloop;
 mod workloads;
 
 use std::path::PathBuf;
@@ -47,6 +56,16 @@ struct Options {
     n3: usize,
     n2: usize,
     svg: PathBuf,
+    /// Sections to run: `sweeps`, `cache`, `steps`.
+    only: Vec<String>,
+    /// Rounds of the time-loop rows.
+    steps_repeats: usize,
+}
+
+impl Options {
+    fn runs(&self, section: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|s| s == section)
+    }
 }
 
 fn options() -> Options {
@@ -56,6 +75,8 @@ fn options() -> Options {
         n3: 256,
         n2: 8192,
         svg: std::env::temp_dir().join("stencil-bench.svg"),
+        only: Vec::new(),
+        steps_repeats: 3,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -70,6 +91,21 @@ fn options() -> Options {
             "--n3" => o.n3 = number("--n3"),
             "--n2" => o.n2 = number("--n2"),
             "--svg" => o.svg = PathBuf::from(args.next().expect("bench: --svg needs a path")),
+            "--steps-repeats" => o.steps_repeats = number("--steps-repeats").max(1),
+            "--only" => {
+                o.only = args
+                    .next()
+                    .expect("bench: --only needs sweeps, cache and/or steps")
+                    .split(',')
+                    .map(str::to_string)
+                    .collect();
+                for s in &o.only {
+                    assert!(
+                        ["sweeps", "cache", "steps"].contains(&s.as_str()),
+                        "bench: unknown section {s}"
+                    );
+                }
+            }
             other => panic!("bench: unknown argument {other}"),
         }
     }
@@ -269,7 +305,7 @@ fn main() {
     let mut padding_rows = Vec::new();
     let mut workloads = Workload::all(&backends[1], o.n3, o.n2);
     let sweep_start = Instant::now();
-    for w in &mut workloads {
+    for w in workloads.iter_mut().filter(|_| o.runs("sweeps")) {
         let bytes_per_point = analysis::bytes_per_point(w.stencil.kernel());
         w.poison_outputs();
         w.run(Imp::NaiveSerial);
@@ -437,6 +473,35 @@ fn main() {
             }
         }
     }
+    let sweeps_seconds = sweep_start.elapsed().as_secs_f64();
+    // Cache-resident sweeps and the fixed cost of a call.
+    let mut cache_rows = Vec::new();
+    let mut run_costs = Vec::new();
+    if o.runs("cache") {
+        cache_rows = cached::rows(&backends, &pools, &caches, (64, 1024), o.repeats);
+        run_costs = backends
+            .iter()
+            .map(|b| (b.threads(), cached::run_cost(b)))
+            .collect();
+    }
+    // Time loops.
+    let mut steps_rows = Vec::new();
+    let mut steps_tuner = Vec::new();
+    if o.runs("steps") {
+        let mut copy = |backend: &CpuBackend| {
+            let start = Instant::now();
+            backend.stream_copy(&mut copy_dst, &copy_src, true);
+            (16 * copy_src.len()) as f64 / start.elapsed().as_secs_f64() / 1e9
+        };
+        let mut section = timeloop::Section {
+            backends: &backends,
+            pools: &pools,
+            caches: &caches,
+            repeats: o.steps_repeats,
+            copy: &mut copy,
+        };
+        (steps_rows, steps_tuner) = timeloop::rows(&mut section, &mut workloads, o.json);
+    }
     let svg = report::svg(&streams, &rows);
     std::fs::write(&o.svg, svg).unwrap_or_else(|e| panic!("bench: cannot write {:?}: {e}", o.svg));
     let _ = std::fs::remove_dir_all(&tune_dir);
@@ -453,14 +518,40 @@ fn main() {
         for p in &padding_rows {
             println!("{}", p.json());
         }
+        for r in cache_rows.iter().chain(&steps_rows) {
+            println!("{}", r.json());
+        }
+        for (threads, us) in &run_costs {
+            println!("{{\"run_cost_8cubed_us\":{us:.3},\"threads\":{threads}}}");
+        }
+        for t in &steps_tuner {
+            println!("{}", t.json());
+        }
     } else {
-        print!("{}", report::table(&streams, &rows));
-        print!("{}", report::tuner_table(&tuner_rows));
-        print!("{}", report::padding_table(&padding_rows));
-        println!(
-            "\n(sweeps and checks took {:.0} s; best schedules are printed on stderr)",
-            sweep_start.elapsed().as_secs_f64()
-        );
+        if o.runs("sweeps") {
+            print!("{}", report::table(&streams, &rows));
+            print!("{}", report::tuner_table(&tuner_rows));
+            print!("{}", report::padding_table(&padding_rows));
+            println!(
+                "\n(sweeps and checks took {sweeps_seconds:.0} s; best schedules are printed on \
+                 stderr)"
+            );
+        }
+        if o.runs("cache") {
+            println!("\ncache-resident sweeps (ms per sweep; x naive: over the rayon rows loop):");
+            print!("{}", report::rows_table(&cache_rows));
+            for (threads, us) in &run_costs {
+                println!("run() of the 7-point stencil on 8^3, {threads} thr: {us:.2} us");
+            }
+        }
+        if o.runs("steps") {
+            println!(
+                "\ntime loops (ms per step; %NTcopy above 100%: faster than the single-sweep \
+                 bound):"
+            );
+            print!("{}", report::rows_table(&steps_rows));
+            print!("{}", timeloop::tuner_table(&steps_tuner));
+        }
     }
     eprintln!("bar chart written to {}", o.svg.display());
 }

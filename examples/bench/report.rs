@@ -85,6 +85,10 @@ impl Row {
             self.roofline_fraction(),
             self.naive_rayon_ms / self.stats.median,
         );
+        // JSON has no NaN: a row measured without a copy bandwidth has no fraction.
+        if !self.nt_gbs.is_finite() {
+            s = s.replace("\"roofline_fraction\":NaN", "\"roofline_fraction\":null");
+        }
         if let Some(schedule) = &self.schedule {
             let _ = write!(s, ",\"schedule\":\"{}\"", schedule.replace('"', "'"));
         }
@@ -282,9 +286,18 @@ pub(crate) fn table(streams: &[StreamRow], rows: &[Row]) -> String {
             s.stream, s.threads, s.gbs, s.stats.median, s.stats.min, s.stats.max
         );
     }
+    out.push('\n');
+    out.push_str(&rows_table(rows));
+    out
+}
+
+/// The measured rows alone, grouped by workload (columns as in [`table`]; a row measured
+/// without a copy bandwidth shows `-` for it and its fraction).
+pub(crate) fn rows_table(rows: &[Row]) -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
-        "\n{:<13} {:<20} {:>3} {:>9} {:>17} {:>7} {:>7} {:>7} {:>8} {:>8}",
+        "{:<20} {:<20} {:>3} {:>9} {:>17} {:>7} {:>7} {:>7} {:>8} {:>8}",
         "workload",
         "impl",
         "thr",
@@ -302,9 +315,17 @@ pub(crate) fn table(streams: &[StreamRow], rows: &[Row]) -> String {
             out.push('\n');
         }
         last = r.workload;
+        let (fraction, nt) = if r.nt_gbs.is_finite() {
+            (
+                format!("{:.1}%", 100.0 * r.roofline_fraction()),
+                format!("{:.1}", r.nt_gbs),
+            )
+        } else {
+            ("-".to_string(), "-".to_string())
+        };
         let _ = writeln!(
             out,
-            "{:<13} {:<20} {:>3} {:>9.2} {:>8.2}-{:<8.2} {:>7.3} {:>7.2} {:>6.1}% {:>7.2}x {:>8.1}",
+            "{:<20} {:<20} {:>3} {:>9.3} {:>8.3}-{:<8.3} {:>7.3} {:>7.2} {:>7} {:>7.2}x {:>8}",
             r.workload,
             r.imp,
             r.threads,
@@ -313,9 +334,9 @@ pub(crate) fn table(streams: &[StreamRow], rows: &[Row]) -> String {
             r.stats.max,
             r.gpts(),
             r.gbs(),
-            100.0 * r.roofline_fraction(),
+            fraction,
             r.naive_rayon_ms / r.stats.median,
-            r.nt_gbs,
+            nt,
         );
     }
     out

@@ -12,8 +12,8 @@
 use rayon::prelude::*;
 use stencil::prelude::*;
 use stencil::{
-    CpuBackend, CpuSchedule, Element, Geometry, Launch, PaddingReport, Schedule, Stencil,
-    TunePolicy, TuneReport, TuningCache,
+    CpuBackend, CpuSchedule, Element, Geometry, Launch, PaddingReport, Schedule, Stencil, Steps,
+    StepsReport, TunePolicy, TuneReport, TuningCache,
 };
 
 // The seeds' kernels, from the library: W1 is the 7-point Jacobi, W2 the 27-point one.
@@ -21,6 +21,24 @@ use stencil::kernels::{divergence, five_point, gradient, jacobi7 as heat7, jacob
 
 const C: [f64; 4] = [0.4, 0.1, 0.05, 0.025];
 
+/// Coefficients for time loops, per workload (W1, W2, W3): each stencil's weights add up to
+/// 1, so values neither grow nor decay to subnormals over thousands of steps.
+const STEADY: [[f64; 4]; 3] = [
+    [0.4, 0.1, 0.0, 0.0],
+    [0.4, 0.05, 0.02, 0.0075],
+    [0.6, 0.1, 0.0, 0.0],
+];
+
+/// How a time loop of a workload (W1, W2 or W3: each step's output becomes its input) runs.
+#[derive(Clone, Copy)]
+pub(crate) enum StepsImp<'a> {
+    /// The hand-written rows loop over this rayon pool, then `std::mem::swap`, every step.
+    NaiveRayon(&'a rayon::ThreadPool),
+    /// `run()` (tuned, this cache), then `std::mem::swap`, every step.
+    Launches(&'a CpuBackend, &'a TuningCache),
+    /// `Steps` on this backend: under this schedule, or tuned with this cache.
+    Steps(&'a CpuBackend, Option<Schedule>, &'a TuningCache),
+}
 /// Which implementation a run uses.
 #[derive(Clone, Copy)]
 pub(crate) enum Imp<'a> {
@@ -64,6 +82,9 @@ pub(crate) struct Workload {
     /// Copies of the inputs and outputs in another row padding, once [`Workload::pad`] made
     /// them.
     padded: Option<(Vec<Grid3OrGrid2>, Vec<Grid3OrGrid2>)>,
+    /// The kernel's coefficients (the sweeps' unless [`Workload::steady`] set the time
+    /// loops').
+    coefficients: [f64; 4],
 }
 
 /// The grids of 3-D or 2-D workloads.
@@ -165,6 +186,7 @@ impl Workload {
                 inputs: vec![grid3(0)],
                 outputs: vec![out3()],
                 padded: None,
+                coefficients: C,
             },
             Workload {
                 name: "W2 27-pt 3-D",
@@ -173,6 +195,7 @@ impl Workload {
                 inputs: vec![grid3(1)],
                 outputs: vec![out3()],
                 padded: None,
+                coefficients: C,
             },
             Workload {
                 name: "W3 5-pt 2-D",
@@ -181,6 +204,7 @@ impl Workload {
                 inputs: vec![Grid3OrGrid2::Two(u2)],
                 outputs: vec![Grid3OrGrid2::Two(o2)],
                 padded: None,
+                coefficients: C,
             },
             Workload {
                 name: "Divergence",
@@ -189,6 +213,7 @@ impl Workload {
                 inputs: vec![grid3(2), grid3(3), grid3(4)],
                 outputs: vec![out3()],
                 padded: None,
+                coefficients: C,
             },
             Workload {
                 name: "Gradient",
@@ -197,6 +222,7 @@ impl Workload {
                 inputs: vec![grid3(5)],
                 outputs: vec![out3(), out3(), out3()],
                 padded: None,
+                coefficients: C,
             },
         ]
     }
@@ -204,6 +230,71 @@ impl Workload {
     /// Interior points.
     pub(crate) fn points(&self) -> usize {
         self.shape.iter().product()
+    }
+
+    /// Whether the workload has a time loop here (one input, one output: W1, W2, W3).
+    pub(crate) fn steps_too(&self) -> bool {
+        matches!(self.name.as_bytes()[1], b'1' | b'2' | b'3')
+    }
+
+    /// Switches to coefficients that keep values steady over many steps (for time loops).
+    pub(crate) fn steady(&mut self) {
+        self.coefficients = STEADY[usize::from(self.name.as_bytes()[1] - b'1')];
+    }
+
+    /// The input's storage (the time loop's state).
+    pub(crate) fn state(&self) -> Vec<f64> {
+        self.inputs[0].storage().to_vec()
+    }
+
+    /// Sets the input's storage (the time loop's state) to `values`.
+    pub(crate) fn set_state(&mut self, values: &[f64]) {
+        self.inputs[0].storage_mut().copy_from_slice(values);
+    }
+
+    /// Runs `steps` steps of the time loop with `imp`; for `Steps`, what it reported.
+    pub(crate) fn steps(&mut self, imp: StepsImp<'_>, steps: usize) -> Option<StepsReport> {
+        let swap = |w: &mut Workload| std::mem::swap(&mut w.inputs[0], &mut w.outputs[0]);
+        match imp {
+            StepsImp::NaiveRayon(pool) => {
+                for _ in 0..steps {
+                    self.run(Imp::NaiveRayon(pool));
+                    swap(self);
+                }
+                None
+            }
+            StepsImp::Launches(backend, cache) => {
+                for _ in 0..steps {
+                    self.run(Imp::Tuned(backend, cache));
+                    swap(self);
+                }
+                None
+            }
+            StepsImp::Steps(backend, schedule, cache) => {
+                let n_params = self.stencil.kernel().params.len();
+                let params = &self.coefficients[..n_params];
+                let report = match (&mut self.inputs[0], &mut self.outputs[0]) {
+                    (Grid3OrGrid2::Three(u), Grid3OrGrid2::Three(out)) => time_loop(
+                        self.stencil,
+                        backend,
+                        (u, out),
+                        params,
+                        (schedule, cache),
+                        steps,
+                    ),
+                    (Grid3OrGrid2::Two(u), Grid3OrGrid2::Two(out)) => time_loop(
+                        self.stencil,
+                        backend,
+                        (u, out),
+                        params,
+                        (schedule, cache),
+                        steps,
+                    ),
+                    _ => unreachable!("bench: a time loop's grids share their dimension"),
+                };
+                Some(report.unwrap_or_else(|e| panic!("bench: {} steps failed: {e}", self.name)))
+            }
+        }
     }
 
     /// Runs the workload once with `imp`; for the library, what tuning did.
@@ -290,7 +381,7 @@ impl Workload {
 
     /// Binds the workload's call (on its padded copies when `padded`) and finishes it.
     fn call(&mut self, backend: &CpuBackend, how: Finish<'_>, padded: bool) -> Outcome {
-        let [c0, c1, c2, c3] = C;
+        let [c0, c1, c2, c3] = self.coefficients;
         let (ins, outs) = if padded {
             let (i, o) = self.padded.as_mut().expect("bench: pad() first");
             (&*i, o)
@@ -351,7 +442,7 @@ impl Workload {
         } else {
             (geom.strides[0], 0)
         };
-        let [c0, c1, c2, c3] = C;
+        let [c0, c1, c2, c3] = self.coefficients;
         let key = self.name.as_bytes()[1];
         let row = |at: usize, outs: &mut [&mut [f64]]| {
             let n = outs[0].len();
@@ -495,6 +586,31 @@ fn finish<T: Element, const D: usize>(
             .search_padding()
             .map(Outcome::Padding),
     }
+}
+
+/// `steps` steps of `stencil` (`out -> u`) with parameters `c0, c1, ..` = `params`, under
+/// `schedule` or tuned with `cache`.
+fn time_loop<const D: usize>(
+    stencil: &Stencil<f64>,
+    backend: &CpuBackend,
+    (u, out): (&mut Grid<f64, D>, &mut Grid<f64, D>),
+    params: &[f64],
+    (schedule, cache): (Option<Schedule>, &TuningCache),
+    steps: usize,
+) -> stencil::Result<StepsReport> {
+    let mut s = Steps::new(stencil)
+        .rotate(&["out", "u"])
+        .on(backend)
+        .grid("u", u)
+        .grid("out", out);
+    for (name, &value) in ["c0", "c1", "c2", "c3"].iter().zip(params) {
+        s = s.param(name, value);
+    }
+    match schedule {
+        Some(schedule) => s.schedule(schedule),
+        None => s.tune(TunePolicy::Quick).tuning_cache(cache.clone()),
+    }
+    .run(steps)
 }
 
 /// The interiors of `grids`, in C order.

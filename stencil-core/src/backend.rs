@@ -241,6 +241,15 @@ pub trait Backend<T: Element>: Send + Sync {
         None
     }
 
+    /// The interior shape of the grids a time loop's tuning trials run on, for a loop of
+    /// `kernel` on an interior of `shape`: `shape` itself (the default), or a part of it that
+    /// is cheaper to step yet meets the backend's blocks and caches as `shape` does (trials
+    /// compare candidates with each other, never with the real loop).
+    fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize]) -> Vec<usize> {
+        let _ = kernel;
+        shape.to_vec()
+    }
+
     /// What a tuned schedule on this backend depends on besides the kernel and the shape: the
     /// device's fingerprint (CPU model and core count; GPU name and compute capability) and the
     /// number of threads a schedule runs on. `None` (the default) means the backend is not

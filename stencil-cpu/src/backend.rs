@@ -195,6 +195,14 @@ impl<T: Element> Backend<T> for CpuBackend {
         }
     }
 
+    /// As many planes of dimension 0 as two slabs of the thickest blocking the tuning
+    /// space offers (slab plus lag), and at least enough that the trial grids exceed twice
+    /// the last-level cache: every candidate's slabs meet the caches as on the real grids,
+    /// and a trial of a large loop costs a fraction of its steps.
+    fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize]) -> Vec<usize> {
+        crate::steps::trial_shape(crate::Machine::detect(), kernel, shape, self.threads())
+    }
+
     fn steps_tuning_space(
         &self,
         kernel: &Kernel,

@@ -271,3 +271,26 @@ pub(crate) fn steps_tuning_space(
     tuning.largest_cache_bytes = machine.llc_bytes;
     tuning
 }
+
+/// The shape of a time loop's trial grids (see `CpuBackend`'s `steps_trial_shape`): `shape`
+/// with dimension 0 cut to two of the thickest blocks the tuning space offers and at least
+/// twice the last-level cache's worth of planes (never more than `shape`).
+pub(crate) fn trial_shape(
+    machine: &Machine,
+    kernel: &Kernel,
+    shape: &[usize],
+    workers: usize,
+) -> Vec<usize> {
+    let lag = radius(kernel).in_dim(0) as usize;
+    let plane =
+        shape[1..].iter().product::<usize>() * kernel.fields.len() * kernel.elem().size_bytes();
+    let budget = machine.llc_bytes / 2;
+    let deepest = TIME_DEPTHS[TIME_DEPTHS.len() - 1];
+    let thickest = 2 * default_slab(shape[0], plane, 1, lag, budget, workers);
+    let planes = (2 * (thickest + deepest * lag + 2 * lag))
+        .max((4 * budget).div_ceil(plane.max(1)))
+        .max(16);
+    let mut trial = shape.to_vec();
+    trial[0] = planes.min(shape[0]);
+    trial
+}
