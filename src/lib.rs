@@ -56,17 +56,20 @@ pub mod verify;
 pub use launch::Launch;
 pub use padding::{PaddingReport, PaddingTrial};
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
+pub use stencil_core::schedule::{GpuVariant, MergeKind};
 pub use stencil_core::{
     Backend, CpuSchedule, CpuStores, ElemType, Element, Error, ErrorKind, FieldView, FieldViewMut,
-    Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Result, Schedule, Stencil, analysis, hash,
-    interp, ir, random,
+    Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Result, Rotation, Schedule, Stencil,
+    StepsJob, analysis, hash, interp, ir, random,
 };
 pub use stencil_cpu::CpuBackend;
 pub use stencil_macros::stencil;
 pub use stencil_tune::{TunePolicy, TuningCache};
 pub use steps::{StepState, Steps, StepsReport};
 pub use tuning::{TuneReport, TuningSource};
-pub use verify::{VerifyConfig, VerifyReport, verify, verify_with};
+pub use verify::{
+    VerifyConfig, VerifyReport, verify, verify_steps, verify_steps_with, verify_with,
+};
 
 // The GPU backend (stencil-cuda): PTX generated from the IR, run through the CUDA driver, or
 // in the PTX emulator on machines with no GPU.

@@ -605,3 +605,248 @@ fn the_macro_generates_a_typed_time_loop_from_the_rotate_attribute() {
         .unwrap();
     assert_same(&got, &want, "reaction::steps");
 }
+
+/// The hand-written loop through `backend` under `schedule`.
+fn by_hand_on<const D: usize>(
+    case: &Case<'_>,
+    grids: &mut [Grid<f64, D>],
+    steps: usize,
+    backend: &dyn stencil::Backend<f64>,
+    schedule: Schedule,
+) {
+    let kernel = case.stencil.kernel();
+    let index = |name: &str| kernel.field_by_name(name).unwrap().index();
+    for _ in 0..steps {
+        {
+            let (inputs, outputs): (Vec<_>, Vec<_>) = grids
+                .iter_mut()
+                .enumerate()
+                .partition(|(i, _)| kernel.fields[*i].role == stencil::ir::Role::Input);
+            let mut launch = Launch::new(case.stencil).on(backend).schedule(schedule);
+            for (i, g) in inputs {
+                launch = launch.input(&kernel.fields[i].name, g);
+            }
+            for (i, g) in outputs {
+                launch = launch.output(&kernel.fields[i].name, g);
+            }
+            for &(name, value) in case.params {
+                launch = launch.param(name, value);
+            }
+            launch.run().unwrap();
+        }
+        for chain in case.chains {
+            for p in (1..chain.len()).rev() {
+                grids.swap(index(chain[p]), index(chain[p - 1]));
+            }
+        }
+    }
+}
+
+/// The case's time loop on the emulated GPU under `schedule`, against the hand-written loop
+/// on it, on random grids whose faces are all Dirichlet when `constant` (so pairs of steps
+/// fuse), random otherwise.
+fn check_emulated<const D: usize>(
+    case: &Case<'_>,
+    shape: [usize; D],
+    schedule: stencil::GpuSchedule,
+    constant: bool,
+    seed: u64,
+) {
+    let gpu = stencil::EmulatedGpu::new();
+    let mut random = Random(seed);
+    for steps in [1, 2, 3, 6, 7] {
+        let mut want = copies(&grids(case, shape, 2, &mut random, !constant));
+        if constant {
+            let value = random.value();
+            for g in &mut want {
+                g.set_boundary(Boundary::Dirichlet(value));
+            }
+        }
+        let mut got = copies(&want);
+        by_hand_on(case, &mut want, steps, &gpu, Schedule::Gpu(schedule));
+        let kernel = case.stencil.kernel();
+        let mut time_loop = Steps::new(case.stencil)
+            .on(&gpu)
+            .schedule(Schedule::Gpu(schedule));
+        for chain in case.chains {
+            time_loop = time_loop.rotate(chain);
+        }
+        for (i, g) in got.iter_mut().enumerate() {
+            time_loop = time_loop.grid(&kernel.fields[i].name, g);
+        }
+        for &(name, value) in case.params {
+            time_loop = time_loop.param(name, value);
+        }
+        time_loop.run(steps).unwrap();
+        assert_same(
+            &got,
+            &want,
+            &format!(
+                "`{}` emulated {shape:?} {steps} steps {schedule:?}",
+                kernel.name
+            ),
+        );
+    }
+}
+
+#[test]
+fn gpu_time_loops_in_the_emulator_match_the_hand_written_loop_fused_or_not() {
+    let heat = Case {
+        stencil: kernels::jacobi7::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.4), ("c1", 0.1)],
+    };
+    let plain = stencil::GpuSchedule {
+        block: [32, 2, 2],
+        ..Default::default()
+    };
+    let fused = stencil::GpuSchedule {
+        time_steps: 2,
+        ..plain
+    };
+    check_emulated(&heat, [5, 6, 33], plain, false, 31);
+    check_emulated(&heat, [5, 6, 33], fused, true, 32);
+    // Fusing asked for, but the faces copy the interior: plain launches, same result.
+    check_emulated(&heat, [3, 4, 35], fused, false, 33);
+    let streaming = stencil::GpuSchedule {
+        variant: stencil::GpuVariant::Streaming,
+        block: [32, 4, 1],
+        time_steps: 2,
+        ..Default::default()
+    };
+    check_emulated(&heat, [4, 5, 40], streaming, true, 34);
+    let five = Case {
+        stencil: kernels::five_point::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.5), ("c1", 0.125)],
+    };
+    let fused_2d = stencil::GpuSchedule {
+        block: [32, 2, 1],
+        time_steps: 2,
+        ..Default::default()
+    };
+    check_emulated(&five, [7, 37], fused_2d, true, 35);
+    let smooth = Case {
+        stencil: kernels::smooth1d::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("w", 0.3)],
+    };
+    let fused_1d = stencil::GpuSchedule {
+        block: [32, 1, 1],
+        time_steps: 2,
+        ..Default::default()
+    };
+    check_emulated(&smooth, [70], fused_1d, true, 36);
+    // Three levels and two chains: plain launches on the device.
+    let wave = Case {
+        stencil: wave::stencil(),
+        chains: &[&["u_next", "u", "u_prev"]],
+        params: &[("c", 0.2)],
+    };
+    check_emulated(&wave, [9, 33], fused_2d, false, 37);
+    let reaction = Case {
+        stencil: reaction::stencil(),
+        chains: &[&["un", "u"], &["vn", "v"]],
+        params: &[("d", 0.1), ("f", 0.03)],
+    };
+    check_emulated(&reaction, [6, 34], fused_2d, false, 38);
+}
+
+#[test]
+fn verify_steps_passes_the_seeds_and_the_test_kernels_on_every_backend() {
+    for (stencil, chains) in [
+        (kernels::jacobi7::stencil(), &[&["out", "u"][..]][..]),
+        (kernels::five_point::stencil(), &[&["out", "u"]]),
+        (kernels::smooth1d::stencil(), &[&["out", "u"]]),
+        (kernels::jacobi27::stencil(), &[&["out", "u"]]),
+        (wave::stencil(), &[&["u_next", "u", "u_prev"]]),
+        (reaction::stencil(), &[&["un", "u"], &["vn", "v"]]),
+    ] {
+        let report = stencil::verify_steps(stencil, chains).unwrap();
+        assert_eq!(report.backends.len(), 2, "{report}");
+        assert!(report.cases > 50, "{report}");
+    }
+    let generic = kernels::jacobi7::stencil().without_cpu_rows();
+    stencil::verify_steps(&generic, &[&["out", "u"]]).unwrap();
+    // A rotation that does not fit the kernel.
+    let err = stencil::verify_steps(kernels::jacobi7::stencil(), &[&["u", "out"]]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadArgument);
+}
+
+/// A backend whose time loop forgets to fill the halos of what it wrote.
+struct ForgetsHalos;
+
+impl stencil::Backend<f64> for ForgetsHalos {
+    fn name(&self) -> String {
+        "forgets-halos".into()
+    }
+    fn default_schedule(&self, k: &stencil::Kernel, s: &[usize]) -> Schedule {
+        stencil::Backend::<f64>::default_schedule(CpuBackend::global(), k, s)
+    }
+    fn sample_schedules(&self, k: &stencil::Kernel, s: &[usize]) -> Vec<Schedule> {
+        vec![stencil::Backend::<f64>::default_schedule(self, k, s)]
+    }
+    fn run(&self, job: &mut stencil::Job<'_, f64>, s: &Schedule) -> stencil::Result<()> {
+        CpuBackend::global().run(job, s)
+    }
+    fn run_steps(
+        &self,
+        job: &mut stencil::StepsJob<'_, f64>,
+        s: &Schedule,
+        steps: usize,
+    ) -> stencil::Result<()> {
+        for _ in 0..steps {
+            // The step, then the halo overwritten with what it held before: as if never filled.
+            let before: Vec<Vec<f64>> = {
+                let (chains, _) = job.grids_mut();
+                chains
+                    .iter()
+                    .flatten()
+                    .map(|g| g.view.data.to_vec())
+                    .collect()
+            };
+            job.step_with(|step| CpuBackend::global().run(step, s))?;
+            let (chains, _) = job.grids_mut();
+            for (g, old) in chains.iter_mut().flatten().zip(before) {
+                let interior = interior_indices(&g.view.geom);
+                for (k, v) in g.view.data.iter_mut().enumerate() {
+                    if !interior.contains(&k) {
+                        *v = old[k];
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Storage indices of the interior points of a grid of layout `geom`.
+fn interior_indices(geom: &stencil::Geometry) -> std::collections::HashSet<usize> {
+    let shape = geom.interior().to_vec();
+    let mut out = std::collections::HashSet::new();
+    let mut p = vec![0isize; shape.len()];
+    'points: loop {
+        out.insert(geom.index(&p));
+        for d in (0..shape.len()).rev() {
+            p[d] += 1;
+            if (p[d] as usize) < shape[d] {
+                continue 'points;
+            }
+            p[d] = 0;
+        }
+        return out;
+    }
+}
+
+#[test]
+fn verify_steps_catches_a_time_loop_that_forgets_halos() {
+    let planted = ForgetsHalos;
+    let err = stencil::verify_steps_with(
+        kernels::five_point::stencil(),
+        &[&["out", "u"]],
+        &[&planted],
+        &stencil::VerifyConfig::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::VerificationFailed, "{err}");
+}

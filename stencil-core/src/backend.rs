@@ -228,6 +228,14 @@ pub trait Backend<T: Element>: Send + Sync {
         Ok(())
     }
 
+    /// A varied sample of legal schedules for time loops of `kernel` on `shape` (used by
+    /// `verify_steps`): the default [`sample_schedules`](Self::sample_schedules), which a
+    /// backend overrides to cover its time-loop options (temporal blocking depths and slabs,
+    /// fused steps).
+    fn sample_steps_schedules(&self, kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
+        self.sample_schedules(kernel, shape)
+    }
+
     /// The candidates the tuner may choose from for a time loop of `kernel` on an interior of
     /// `shape` running about `steps` steps per call, or `None` (the default) when time loops on
     /// this backend are not tuned (they then run [`default_schedule`](Self::default_schedule)).

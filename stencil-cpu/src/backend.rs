@@ -203,6 +203,33 @@ impl<T: Element> Backend<T> for CpuBackend {
         crate::steps::trial_shape(crate::Machine::detect(), kernel, shape, self.threads())
     }
 
+    /// The default schedule with blocking depths 1 to 4 and slabs of 1 to 3 planes (depths
+    /// that step counts do not divide, slabs thinner than the lag), one with a single
+    /// thread, and the generic path blocked.
+    fn sample_steps_schedules(&self, _kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
+        let default = self.default_cpu_schedule(shape);
+        let mut out = Vec::new();
+        for (time_depth, time_slab) in [(1, 0), (2, 1), (3, 2), (4, 3), (0, 0)] {
+            out.push(CpuSchedule {
+                time_depth,
+                time_slab,
+                ..default
+            });
+        }
+        out.push(CpuSchedule {
+            time_depth: 2,
+            threads: 1,
+            ..default
+        });
+        out.push(CpuSchedule {
+            time_depth: 3,
+            time_slab: 2,
+            force_generic: true,
+            ..default
+        });
+        out.into_iter().map(Schedule::Cpu).collect()
+    }
+
     fn steps_tuning_space(
         &self,
         kernel: &Kernel,

@@ -193,6 +193,7 @@ impl GpuSearch {
             merge_kind: MERGE_KINDS[point[5]].0,
             stream_chunk: CHUNKS[point[6]],
             unroll: UNROLLS[point[7]],
+            time_steps: 1,
         }
     }
 }
@@ -225,6 +226,7 @@ pub fn default_schedule(kernel: &Kernel, shape: &[usize]) -> GpuSchedule {
             merge_kind: MergeKind::Block,
             stream_chunk: if outer > 64 { 64 } else { 0 },
             unroll: 1,
+            time_steps: 1,
         },
         2 => GpuSchedule {
             block: [32, 4, 1],

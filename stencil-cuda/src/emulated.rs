@@ -10,8 +10,10 @@ use stencil_core::schedule::Schedule;
 use stencil_core::{ElemType, Element, Error, ErrorKind, Geometry, Result};
 
 use crate::caps::{default_schedule, sample_schedules};
-use crate::codegen::{CodegenOptions, generate};
+use crate::codegen::halo::{HaloPlan, gather_entry_name, generate_gather};
+use crate::codegen::{CodegenOptions, GeneratedKernel, generate};
 use crate::emulator::{Memory, Module, ParamValue, launch};
+use crate::steps::{StepMemory, drive, not_gpu};
 
 /// Runs generated PTX in the emulator, on the CPU.
 #[derive(Clone, Copy, Debug, Default)]
@@ -98,6 +100,98 @@ fn param_value<T: Element>(v: T) -> ParamValue {
     }
 }
 
+/// A time loop's buffers in the emulator's memory (see `crate::steps`).
+struct EmulatorMemory {
+    memory: Memory,
+    arch: u32,
+    /// Address and element count of each buffer.
+    buffers: Vec<(u64, usize)>,
+    /// Parsed modules by PTX text.
+    modules: std::collections::HashMap<String, Module>,
+}
+
+impl EmulatorMemory {
+    fn module(&mut self, ptx: String) -> Result<&Module> {
+        if !self.modules.contains_key(&ptx) {
+            let module = Module::parse(&ptx).map_err(emulator_error)?;
+            self.modules.insert(ptx.clone(), module);
+        }
+        Ok(&self.modules[&ptx])
+    }
+}
+
+impl<T: Element> StepMemory<T> for EmulatorMemory {
+    fn upload(&mut self, data: &[T]) -> Result<usize> {
+        let address = upload(&mut self.memory, data);
+        self.buffers.push((address, data.len()));
+        Ok(self.buffers.len() - 1)
+    }
+
+    fn launch(
+        &mut self,
+        generated: &GeneratedKernel,
+        buffers: &[usize],
+        params: &[T],
+    ) -> Result<()> {
+        let mut values: Vec<ParamValue> = buffers
+            .iter()
+            .map(|&b| ParamValue::U64(self.buffers[b].0))
+            .collect();
+        values.extend(params.iter().map(|&p| param_value(p)));
+        let module = self.module(generated.ptx())?.clone();
+        launch(
+            &module,
+            &generated.entry,
+            generated.launch.grid,
+            generated.launch.block,
+            &values,
+            &mut self.memory,
+        )
+        .map_err(emulator_error)?;
+        Ok(())
+    }
+
+    fn fill_halo(&mut self, buffer: usize, plan: &HaloPlan<T>) -> Result<()> {
+        // The device's gather kernel, run in the emulator on index arrays uploaded with it.
+        let u32s = |memory: &mut Memory, values: &[u32]| {
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let address = memory.alloc(bytes.len());
+            memory.write(address, &bytes).map(|()| address)
+        };
+        let m = &mut self.memory;
+        let copy_dst = u32s(m, &plan.copy_dst).map_err(emulator_error)?;
+        let copy_src = u32s(m, &plan.copy_src).map_err(emulator_error)?;
+        let const_dst = u32s(m, &plan.const_dst).map_err(emulator_error)?;
+        let const_val = upload(m, &plan.const_val);
+        let (n_copy, n_const) = (plan.copy_dst.len() as u32, plan.const_dst.len() as u32);
+        let gather = generate_gather(T::ELEM, self.arch).to_string();
+        let module = self.module(gather)?.clone();
+        let total = n_copy + n_const;
+        launch(
+            &module,
+            gather_entry_name(T::ELEM),
+            [total.div_ceil(256).max(1), 1, 1],
+            [256, 1, 1],
+            &[
+                ParamValue::U64(self.buffers[buffer].0),
+                ParamValue::U64(copy_dst),
+                ParamValue::U64(copy_src),
+                ParamValue::U32(n_copy),
+                ParamValue::U64(const_dst),
+                ParamValue::U64(const_val),
+                ParamValue::U32(n_const),
+            ],
+            &mut self.memory,
+        )
+        .map_err(emulator_error)?;
+        Ok(())
+    }
+
+    fn download(&mut self, buffer: usize, data: &mut [T]) -> Result<()> {
+        download(&self.memory, self.buffers[buffer].0, data)
+    }
+}
+
 impl<T: Element> Backend<T> for EmulatedGpu {
     fn name(&self) -> String {
         "ptx-emulator".into()
@@ -112,6 +206,58 @@ impl<T: Element> Backend<T> for EmulatedGpu {
             .into_iter()
             .map(Schedule::Gpu)
             .collect()
+    }
+
+    /// Every step in the emulator's memory (grids uploaded once, downloaded once), pairs of
+    /// steps fused into one launch when the schedule's `time_steps` is 2 and the rotation
+    /// allows (see the crate's `steps` module); halos filled by the device's gather kernel,
+    /// run in the emulator.
+    fn run_steps(
+        &self,
+        job: &mut stencil_core::StepsJob<'_, T>,
+        schedule: &Schedule,
+        steps: usize,
+    ) -> Result<()> {
+        let Schedule::Gpu(schedule) = schedule else {
+            return Err(not_gpu(schedule));
+        };
+        let mut memory = EmulatorMemory {
+            memory: Memory::new(),
+            arch: self.arch,
+            buffers: Vec::new(),
+            modules: Default::default(),
+        };
+        drive(&mut memory, self.arch, job, schedule, steps)
+    }
+
+    /// One schedule per step per launch (thread-per-point, and streaming where the kernel
+    /// has 2 dimensions or more) and fused pairs of steps.
+    fn sample_steps_schedules(&self, kernel: &Kernel, _shape: &[usize]) -> Vec<Schedule> {
+        let n = kernel.n_dims;
+        let block = match n {
+            1 => [32, 1, 1],
+            2 => [32, 2, 1],
+            _ => [32, 2, 2],
+        };
+        let plain = stencil_core::GpuSchedule {
+            block,
+            ..Default::default()
+        };
+        let mut out = vec![
+            plain,
+            stencil_core::GpuSchedule {
+                time_steps: 2,
+                ..plain
+            },
+        ];
+        if n >= 2 {
+            out.push(stencil_core::GpuSchedule {
+                variant: stencil_core::schedule::GpuVariant::Streaming,
+                block: [32, if n == 3 { 2 } else { 1 }, 1],
+                ..Default::default()
+            });
+        }
+        out.into_iter().map(Schedule::Gpu).collect()
     }
 
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()> {

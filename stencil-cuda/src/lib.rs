@@ -11,6 +11,8 @@
 //! - [`runtime`]: device selection, module cache, device-resident grids, typed launches and
 //!   [`CudaBackend`]; without a driver or GPU every call is an `Err`, never a panic;
 //! - [`emulator`]: a PTX emulator that runs the generated kernels on the CPU;
+//! - `steps`: time loops on the device (or in the emulator), pairs of steps fused into one
+//!   launch where the rotation allows;
 //! - [`emulated`]: [`EmulatedGpu`], a backend running generated PTX in the emulator, for
 //!   verification and debugging on machines with no GPU.
 //!
@@ -25,8 +27,11 @@ pub mod emulated;
 pub mod emulator;
 pub mod ptx;
 pub mod runtime;
+mod steps;
 
 pub use caps::{DeviceCaps, GpuSearch, schedule_space};
-pub use codegen::{CodegenOptions, GeneratedKernel, LaunchDims, generate};
+pub use codegen::{
+    CodegenOptions, FusedPair, GeneratedKernel, LaunchDims, generate, generate_fused,
+};
 pub use emulated::EmulatedGpu;
 pub use runtime::{CudaBackend, CudaDevice, DeviceGrid, GpuElement};

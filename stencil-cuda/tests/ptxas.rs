@@ -144,6 +144,52 @@ fn check_kernel(ptxas: &PathBuf, i: usize, kernel: &Kernel, label: &str) -> usiz
                 assembled += 1;
             }
         }
+        // The fused-steps kernel of a ping-pong pair (the one output and the first input),
+        // for a 3-D, a 2-D and a 1-D block; the first spills nothing.
+        let output = (0..kernel.fields.len())
+            .filter(|&f| kernel.fields[f].role == stencil_core::Role::Output)
+            .collect::<Vec<_>>();
+        let input =
+            (0..kernel.fields.len()).find(|&f| kernel.fields[f].role == stencil_core::Role::Input);
+        if let ([output], Some(input)) = (output.as_slice(), input) {
+            let pair = stencil_cuda::FusedPair {
+                output: *output,
+                input,
+            };
+            for (b_idx, block) in [[32, 4, 2], [64, 2, 1], [128, 1, 1]]
+                .into_iter()
+                .enumerate()
+            {
+                let schedule = GpuSchedule {
+                    block,
+                    time_steps: 2,
+                    ..GpuSchedule::default()
+                };
+                for arch in [70, 80, 90] {
+                    let g =
+                        match stencil_cuda::generate_fused(kernel, &schedule, &geoms, arch, pair) {
+                            Ok(g) => g,
+                            // A wide kernel's grown tile may not fit a wide block's shared memory;
+                            // time loops then run plain launches.
+                            Err(e) if b_idx > 0 && e.message().contains("shared memory") => {
+                                continue;
+                            }
+                            Err(e) => panic!("{} fused {block:?}: {e}", kernel.name),
+                        };
+                    let tag = format!("{label}_{i}_fused{b_idx}_{arch}");
+                    let spills = assemble(ptxas, &g.ptx(), arch, &tag);
+                    if b_idx == 0 {
+                        assert_eq!(
+                            spills,
+                            (0, 0),
+                            "fused `{}` spills on sm_{arch}",
+                            kernel.name
+                        );
+                    }
+                    assembled += 1;
+                }
+            }
+        }
     }
     assembled
 }

@@ -49,6 +49,12 @@ pub struct GpuSchedule {
     pub stream_chunk: u32,
     /// Unroll factor of the streaming loop (1 = not unrolled). Streaming variants only.
     pub unroll: u32,
+    /// Time loops only: steps per launch. 1 runs one launch per step; 2 runs pairs of steps
+    /// of a ping-pong rotation (`out -> u`) in one launch of the fused-steps kernel (the
+    /// middle step in shared memory; thread-per-point blocks of `block`, no merging) where the
+    /// kernel and the grids allow it (one output; `out`'s faces all constant), the other
+    /// steps one per launch. Single sweeps ignore it.
+    pub time_steps: u32,
 }
 
 impl Default for GpuSchedule {
@@ -60,6 +66,7 @@ impl Default for GpuSchedule {
             merge_kind: MergeKind::Block,
             stream_chunk: 0,
             unroll: 1,
+            time_steps: 1,
         }
     }
 }

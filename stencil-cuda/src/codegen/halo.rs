@@ -36,7 +36,8 @@ pub struct HaloPlan<T> {
 }
 
 impl<T: Element> HaloPlan<T> {
-    /// The plan of a grid of interior `shape`, halo width `halo` and face conditions `faces`.
+    /// The plan of an unpadded grid of interior `shape`, halo width `halo` and face
+    /// conditions `faces` (the layout of [`Geometry::new`]).
     ///
     /// # Errors
     /// [`ErrorKind::InvalidShape`] for an invalid shape or storage of 2^32 elements or more.
@@ -45,7 +46,24 @@ impl<T: Element> HaloPlan<T> {
         halo: usize,
         faces: &[[Boundary<T>; 2]; D],
     ) -> Result<Self> {
-        let geom = Geometry::new(&shape, halo, T::ELEM.size_bytes())?;
+        Self::from_geometry(Geometry::new(&shape, halo, T::ELEM.size_bytes())?, faces)
+    }
+
+    /// The plan of a grid laid out by `geom` (padded or not) with face conditions `faces`
+    /// (one pair per dimension): storage indices of that very layout.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidShape`] for storage of 2^32 elements or more, or faces of another
+    /// dimension count.
+    pub fn from_geometry(geom: Geometry, faces: &[[Boundary<T>; 2]]) -> Result<Self> {
+        let shape = geom.interior().to_vec();
+        let dims = shape.len();
+        if faces.len() != dims {
+            return Err(Error::new(
+                ErrorKind::InvalidShape,
+                format!("a {dims}-D grid with {} pairs of faces", faces.len()),
+            ));
+        }
         if geom.len >= u32::MAX as usize {
             return Err(Error::new(
                 ErrorKind::InvalidShape,
@@ -53,11 +71,11 @@ impl<T: Element> HaloPlan<T> {
             ));
         }
         let mut index = vec![UNWRITTEN; geom.len];
-        let mut point = [0isize; D];
+        let mut point = vec![0isize; dims];
         'points: loop {
             let i = geom.index(&point);
             index[i] = i as f64;
-            for d in (0..D).rev() {
+            for d in (0..dims).rev() {
                 point[d] += 1;
                 if (point[d] as usize) < shape[d] {
                     continue 'points;

@@ -18,6 +18,7 @@
 //! range of `sin cos tan` are in that module's documentation).
 
 mod eval;
+mod fused;
 pub mod halo;
 mod math;
 mod point;
@@ -31,6 +32,8 @@ use std::collections::BTreeSet;
 use stencil_core::ir::{Expr, Kernel};
 use stencil_core::schedule::{GpuSchedule, GpuVariant, MergeKind};
 use stencil_core::{ElemType, Error, ErrorKind, Geometry, Result};
+
+pub use fused::FusedPair;
 
 use crate::ptx::{EntryBuilder, Inst, IntOp, Module, Operand, Param, Reg, RegClass, Special, Type};
 
@@ -92,6 +95,47 @@ pub fn generate(
     arch: u32,
     options: CodegenOptions,
 ) -> Result<GeneratedKernel> {
+    generate_entry(kernel, schedule, geoms, arch, options, None)
+}
+
+/// Generates the fused-steps kernel: two steps of the time loop whose ping-pong pair is
+/// `pair` in one launch (see the `fused` module), with thread-per-point blocks of
+/// `schedule.block` (its other fields are ignored), for grids of the given geometries.
+///
+/// # Errors
+/// As [`generate`]; [`ErrorKind::InvalidSchedule`] also when the kernel has an output besides
+/// `pair.output` or the schedule merges points.
+pub fn generate_fused(
+    kernel: &Kernel,
+    schedule: &GpuSchedule,
+    geoms: &[Geometry],
+    arch: u32,
+    pair: FusedPair,
+) -> Result<GeneratedKernel> {
+    let point = GpuSchedule {
+        variant: GpuVariant::ThreadPerPoint,
+        stream_chunk: 0,
+        unroll: 1,
+        ..*schedule
+    };
+    generate_entry(
+        kernel,
+        &point,
+        geoms,
+        arch,
+        CodegenOptions::default(),
+        Some(pair),
+    )
+}
+
+fn generate_entry(
+    kernel: &Kernel,
+    schedule: &GpuSchedule,
+    geoms: &[Geometry],
+    arch: u32,
+    options: CodegenOptions,
+    fused: Option<FusedPair>,
+) -> Result<GeneratedKernel> {
     check_kernel(kernel)?;
     check_schedule(schedule)?;
     if geoms.len() != kernel.fields.len() || geoms.iter().any(|g| g.n_dims != kernel.n_dims) {
@@ -106,10 +150,11 @@ pub fn generate(
             ),
         ));
     }
-    let mut ctx = Ctx::new(kernel, schedule, geoms, options)?;
-    let launch = match schedule.variant {
-        GpuVariant::ThreadPerPoint => point::emit(&mut ctx)?,
-        GpuVariant::Streaming | GpuVariant::SharedTile => stream::emit(&mut ctx)?,
+    let mut ctx = Ctx::new(kernel, schedule, geoms, options, fused.is_some())?;
+    let launch = match (fused, schedule.variant) {
+        (Some(pair), _) => fused::emit(&mut ctx, pair)?,
+        (None, GpuVariant::ThreadPerPoint) => point::emit(&mut ctx)?,
+        (None, GpuVariant::Streaming | GpuVariant::SharedTile) => stream::emit(&mut ctx)?,
     };
     for (axis, &n) in launch.grid.iter().enumerate() {
         let limit = if axis == 0 { i32::MAX as u32 } else { 65535 };
@@ -238,6 +283,22 @@ pub fn shared_bytes(kernel: &Kernel, schedule: &GpuSchedule) -> u64 {
         .sum()
 }
 
+/// Static shared memory (bytes per block) of the fused-steps kernel of `kernel` with the
+/// blocks of `schedule`: the middle step over the block grown by the kernel's reach along
+/// every axis (the reach over all inputs, an upper bound of the rotating input's).
+pub fn fused_shared_bytes(kernel: &Kernel, schedule: &GpuSchedule) -> u64 {
+    let axes = axis_dims(GpuVariant::ThreadPerPoint, kernel.n_dims);
+    let r = stencil_core::analysis::radius(kernel);
+    let block = [schedule.block[2], schedule.block[1], schedule.block[0]];
+    let cells: u64 = (0..3)
+        .map(|a| {
+            let reach = axes[a].map_or(0, |d| u64::from(r.in_dim(d)));
+            u64::from(block[a]) + 2 * reach
+        })
+        .product();
+    cells * kernel.elem().size_bytes() as u64
+}
+
 /// Storage layout of one field on the canonical axes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Layout {
@@ -280,6 +341,7 @@ impl<'k> Ctx<'k> {
         schedule: &GpuSchedule,
         geoms: &[Geometry],
         options: CodegenOptions,
+        fused: bool,
     ) -> Result<Self> {
         let axis_dim = axis_dims(schedule.variant, kernel.n_dims);
         let (fty, fclass) = match kernel.elem() {
@@ -327,6 +389,7 @@ impl<'k> Ctx<'k> {
             layouts.push(l);
         }
         let variant = match schedule.variant {
+            _ if fused => "fused",
             GpuVariant::ThreadPerPoint => "point",
             GpuVariant::Streaming => "stream",
             GpuVariant::SharedTile => "tile",

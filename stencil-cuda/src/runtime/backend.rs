@@ -80,6 +80,34 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
         self.device().ok()?.copy_bandwidth(256 << 20, 10).ok()
     }
 
+    fn steps_tuning_space(
+        &self,
+        kernel: &Kernel,
+        shape: &[usize],
+        _steps: usize,
+    ) -> Option<TuningSpace> {
+        let device = self.device().ok()?;
+        Some(steps_tuning_space(kernel, shape, device.caps()))
+    }
+
+    /// Every step on the device: the grids uploaded once and downloaded once, halos filled on
+    /// the device, pairs of steps fused into one launch when the schedule's `time_steps` is
+    /// 2 and the rotation allows (see [`CudaDevice::run_steps`] for device-resident grids).
+    fn run_steps(
+        &self,
+        job: &mut stencil_core::StepsJob<'_, T>,
+        schedule: &Schedule,
+        steps: usize,
+    ) -> Result<()> {
+        let Schedule::Gpu(schedule) = schedule else {
+            return Err(crate::steps::not_gpu(schedule));
+        };
+        let device = self.device()?;
+        let arch = device.caps().arch();
+        let mut memory = super::DeviceMemory::new(device);
+        crate::steps::drive(&mut memory, arch, job, schedule, steps)
+    }
+
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()> {
         let Schedule::Gpu(schedule) = schedule else {
             return Err(Error::new(
@@ -172,6 +200,37 @@ pub fn tuning_space(kernel: &Kernel, shape: &[usize], caps: &DeviceCaps) -> Tuni
     tuning.default_point = default_point;
     tuning.peak_flops = f64::from(caps.sm_count * lanes * 2) * NOMINAL_CLOCK_HZ;
     tuning.largest_cache_bytes = NOMINAL_L2_BYTES;
+    tuning
+}
+
+/// The tuner's view of a GPU time loop's schedules: [`tuning_space`]'s, plus a last dimension
+/// `time_steps` (1, or 2 for fused pairs of steps: thread-per-point schedules without merging
+/// only, whose grown tile fits the device's shared memory). The default point is the single
+/// sweep's default, one step per launch.
+pub fn steps_tuning_space(kernel: &Kernel, shape: &[usize], caps: &DeviceCaps) -> TuningSpace {
+    let sweep = tuning_space(kernel, shape, caps);
+    let space = sweep.space().clone().with_ints("time_steps", [1i64, 2]);
+    let default_point = sweep.default_point.clone().map(|mut p| {
+        p.push(0);
+        p
+    });
+    let (peak, largest) = (sweep.peak_flops, sweep.largest_cache_bytes);
+    let kernel = kernel.clone();
+    let shared = caps.shared_memory_per_block;
+    let mut tuning = TuningSpace::new(space, move |p| {
+        let (last, sweep_point) = p.split_last()?;
+        let Schedule::Gpu(mut s) = sweep.schedule(sweep_point)? else {
+            return None;
+        };
+        s.time_steps = [1, 2][*last];
+        let fusable = s.variant == stencil_core::schedule::GpuVariant::ThreadPerPoint
+            && s.merge == 1
+            && crate::codegen::fused_shared_bytes(&kernel, &s) <= shared;
+        (s.time_steps == 1 || fusable).then_some(Schedule::Gpu(s))
+    });
+    tuning.default_point = default_point;
+    tuning.peak_flops = peak;
+    tuning.largest_cache_bytes = largest;
     tuning
 }
 

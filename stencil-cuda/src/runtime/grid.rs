@@ -93,7 +93,7 @@ impl<T: GpuElement, const D: usize> DeviceGrid<T, D> {
     /// # Errors
     /// As [`download_into`](Self::download_into).
     pub fn download(&self) -> Result<Grid<T, D>> {
-        let mut g = Grid::<T, D>::with_halo(self.shape, self.geom.halo)?;
+        let mut g = Grid::<T, D>::with_padding(self.shape, self.geom.halo, self.geom.pad_lines)?;
         g.set_boundary(Boundary::UserManaged);
         self.download_into(&mut g)?;
         Ok(g)
@@ -106,7 +106,8 @@ impl<T: GpuElement, const D: usize> DeviceGrid<T, D> {
     /// Generator and driver errors.
     pub fn update_halo(&mut self) -> Result<()> {
         if self.halo.is_none() {
-            let plan = HaloPlan::new(self.shape, self.geom.halo, &self.boundaries)?;
+            // The plan of this grid's own layout (padded rows included).
+            let plan = HaloPlan::from_geometry(self.geom, &self.boundaries)?;
             let s = &self.device.stream;
             let copy_dst = s
                 .clone_htod(&plan.copy_dst)
@@ -129,14 +130,42 @@ impl<T: GpuElement, const D: usize> DeviceGrid<T, D> {
             });
         }
         let device = Arc::clone(&self.device);
+        let DeviceHaloPlan {
+            plan,
+            copy_dst,
+            copy_src,
+            const_dst,
+            const_val,
+        } = self.halo.as_ref().expect("plan built above");
+        device.launch_gather(
+            &mut self.data,
+            (copy_dst, copy_src, const_dst, const_val),
+            plan,
+        )
+    }
+}
+
+impl CudaDevice {
+    /// Launches the halo gather kernel on `data` with `plan`'s arrays in device memory.
+    pub(super) fn launch_gather<T: GpuElement>(
+        &self,
+        data: &mut CudaSlice<T>,
+        (copy_dst, copy_src, const_dst, const_val): (
+            &CudaSlice<u32>,
+            &CudaSlice<u32>,
+            &CudaSlice<u32>,
+            &CudaSlice<T>,
+        ),
+        plan: &HaloPlan<T>,
+    ) -> Result<()> {
         let function = {
-            let mut functions = device
+            let mut functions = self
                 .halo_functions
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             if let std::collections::hash_map::Entry::Vacant(slot) = functions.entry(T::ELEM) {
-                let generated = codegen::halo::generate_gather(T::ELEM, device.caps.arch());
-                let module = device
+                let generated = codegen::halo::generate_gather(T::ELEM, self.caps.arch());
+                let module = self
                     .ctx
                     .load_module(Ptx::from_src(generated.to_string()))
                     .map_err(driver_error("loading the halo kernel"))?;
@@ -147,13 +176,6 @@ impl<T: GpuElement, const D: usize> DeviceGrid<T, D> {
             }
             functions[&T::ELEM].clone()
         };
-        let DeviceHaloPlan {
-            plan,
-            copy_dst,
-            copy_src,
-            const_dst,
-            const_val,
-        } = self.halo.as_ref().expect("plan built above");
         let n_copy = plan.copy_dst.len() as u32;
         let n_const = plan.const_dst.len() as u32;
         let total = n_copy + n_const;
@@ -165,9 +187,9 @@ impl<T: GpuElement, const D: usize> DeviceGrid<T, D> {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut builder = device.stream.launch_builder(&function);
+        let mut builder = self.stream.launch_builder(&function);
         builder
-            .arg(&mut self.data)
+            .arg(data)
             .arg(copy_dst)
             .arg(copy_src)
             .arg(&n_copy)
@@ -177,7 +199,7 @@ impl<T: GpuElement, const D: usize> DeviceGrid<T, D> {
         // SAFETY: the arguments match the gather entry's parameters (data pointer, copy
         // destination and source index arrays and their length, constant destinations and
         // values and their length); every index in the plan is below the grid's storage
-        // length, computed from this grid's geometry.
+        // length, computed from the grid's own geometry.
         unsafe { builder.launch(config) }.map_err(driver_error("halo launch"))?;
         Ok(())
     }

@@ -34,9 +34,12 @@ use crate::codegen::{self, CodegenOptions, LaunchDims};
 
 mod backend;
 mod grid;
+mod steps;
 
-pub use backend::{CudaBackend, tuning_space};
+pub use backend::{CudaBackend, steps_tuning_space, tuning_space};
 pub use grid::DeviceGrid;
+pub use steps::DeviceField;
+pub(crate) use steps::DeviceMemory;
 
 mod sealed {
     pub trait Sealed {}

@@ -22,6 +22,10 @@ use stencil_core::{
 use stencil_cpu::CpuBackend;
 use stencil_cuda::EmulatedGpu;
 
+mod steps;
+
+pub use steps::{verify_steps, verify_steps_with};
+
 /// How `verify` samples cases.
 #[derive(Clone, Debug)]
 pub struct VerifyConfig {
