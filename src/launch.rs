@@ -73,27 +73,42 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
         launch
     }
 
-    /// Binds input field `name` to `grid`.
+    /// Binds input field `name` to `grid`. Binding a field twice makes the call fail with
+    /// [`ErrorKind::BadArgument`].
     pub fn input(mut self, name: &str, grid: &'g Grid<T, D>) -> Self {
         match self.ordinal(name, stencil_core::Role::Input) {
+            Ok(i) if self.inputs[i].is_some() => {
+                let e = self.twice(name, "input");
+                self.fail(e);
+            }
             Ok(i) => self.inputs[i] = Some(grid),
             Err(e) => self.fail(e),
         }
         self
     }
 
-    /// Binds output field `name` to `grid`.
+    /// Binds output field `name` to `grid`. Binding a field twice makes the call fail with
+    /// [`ErrorKind::BadArgument`].
     pub fn output(mut self, name: &str, grid: &'g mut Grid<T, D>) -> Self {
         match self.ordinal(name, stencil_core::Role::Output) {
+            Ok(i) if self.outputs[i].is_some() => {
+                let e = self.twice(name, "output");
+                self.fail(e);
+            }
             Ok(i) => self.outputs[i] = Some(grid),
             Err(e) => self.fail(e),
         }
         self
     }
 
-    /// Binds scalar parameter `name` to `value`.
+    /// Binds scalar parameter `name` to `value`. Binding a parameter twice makes the call
+    /// fail with [`ErrorKind::BadArgument`].
     pub fn param(mut self, name: &str, value: T) -> Self {
         match self.stencil.kernel().param_by_name(name) {
+            Some(p) if self.params[p.index()].is_some() => {
+                let e = self.twice(name, "parameter");
+                self.fail(e);
+            }
             Some(p) => self.params[p.index()] = Some(value),
             None => {
                 let e = self.unknown(name, "parameter");
@@ -101,6 +116,16 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             }
         }
         self
+    }
+
+    fn twice(&self, name: &str, what: &str) -> Error {
+        Error::new(
+            ErrorKind::BadArgument,
+            format!(
+                "kernel `{}`: {what} `{name}` is given twice",
+                self.stencil.kernel().name
+            ),
+        )
     }
 
     /// Runs on `backend` instead of the default (the global CPU backend).
@@ -140,7 +165,8 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
     /// shape tunes (or finds its schedule in the tuning cache); see [`crate::tuning`].
     ///
     /// # Errors
-    /// - [`ErrorKind::BadArgument`]: an argument is unknown, of the wrong role, or unbound.
+    /// - [`ErrorKind::BadArgument`]: an argument is unknown, of the wrong role, unbound, or
+    ///   bound twice.
     /// - [`ErrorKind::DimensionMismatch`]: the kernel's dimension count is not `D`.
     /// - [`ErrorKind::ShapeMismatch`]: grids differ in interior shape.
     /// - [`ErrorKind::HaloTooNarrow`]: an input's halo is narrower than the kernel's radius.

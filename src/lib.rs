@@ -73,7 +73,11 @@ pub use verify::{
 
 // The GPU backend (stencil-cuda): PTX generated from the IR, run through the CUDA driver, or
 // in the PTX emulator on machines with no GPU.
-pub use stencil_cuda::{CudaBackend, CudaDevice, DeviceGrid, EmulatedGpu};
+pub use stencil_cuda::{CudaBackend, CudaDevice, DeviceField, DeviceGrid, EmulatedGpu};
+
+/// The PTX emulator: run generated (or any supported) PTX on the CPU, in chosen thread and
+/// block orders.
+pub use stencil_cuda::emulator;
 
 /// The ndarray crate, re-exported so the types of [`Grid::interior`] can be named.
 #[cfg(feature = "ndarray")]

@@ -107,6 +107,46 @@ fn runtime_kernel_runs_and_binding_mistakes_are_errors() {
 }
 
 #[test]
+fn an_argument_bound_twice_is_an_error_not_the_last_binding() {
+    let stencil = Stencil::<f64>::new(average_1d()).unwrap();
+    let mut u = Grid1::<f64>::new([5]).unwrap();
+    u.fill_with(|[i]| i as f64);
+    let other = u.like();
+    let mut w = u.like();
+    let input_twice = Launch::new(&stencil)
+        .input("u", &u)
+        .input("u", &other)
+        .output("out", &mut w)
+        .param("w", 0.5)
+        .run()
+        .unwrap_err();
+    assert_eq!(input_twice.kind(), ErrorKind::BadArgument);
+    assert!(
+        input_twice.message().contains("given twice"),
+        "{input_twice}"
+    );
+    let param_twice = Launch::new(&stencil)
+        .input("u", &u)
+        .output("out", &mut w)
+        .param("w", 1.0)
+        .param("w", 2.0)
+        .run()
+        .unwrap_err();
+    assert_eq!(param_twice.kind(), ErrorKind::BadArgument);
+    let mut w2 = u.like();
+    let output_twice = Launch::new(&stencil)
+        .input("u", &u)
+        .output("out", &mut w)
+        .output("out", &mut w2)
+        .param("w", 1.0)
+        .run()
+        .unwrap_err();
+    assert_eq!(output_twice.kind(), ErrorKind::BadArgument);
+    // Nothing was written.
+    assert!(w.to_vec().iter().all(|&v| v == 0.0));
+}
+
+#[test]
 fn invalid_runtime_kernel_is_an_error() {
     let mut b = KernelBuilder::new("bad", 2, ElemType::F64);
     let u = b.input("u");
@@ -163,4 +203,73 @@ fn a_grid_too_large_to_allocate_is_an_error_not_an_abort() {
     let e = Grid3::<f64>::new([1 << 20, 1 << 20, 1 << 10]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidShape, "{e}");
     assert!(e.to_string().contains("cannot allocate"), "{e}");
+}
+
+#[test]
+fn hand_built_views_that_do_not_match_their_storage_are_errors_on_every_backend() {
+    use stencil::{Backend, FieldView, FieldViewMut, Job, Schedule};
+    let stencil = stencil::kernels::jacobi7::stencil();
+    let u = Grid3::<f64>::new([6, 5, 7]).unwrap();
+    let mut out = u.like();
+    let geom = *u.geometry();
+    let short: Vec<f64> = u.as_slice()[..geom.len - 1].to_vec();
+    let mut skewed = geom;
+    skewed.strides[0] += 8; // planes farther apart than the storage holds
+    let gpu = stencil::EmulatedGpu::new();
+    let backends: [(&dyn Backend<f64>, Schedule); 2] = [
+        (
+            stencil::CpuBackend::global(),
+            Backend::<f64>::default_schedule(
+                stencil::CpuBackend::global(),
+                stencil.kernel(),
+                &[6, 5, 7],
+            ),
+        ),
+        (
+            &gpu,
+            Backend::<f64>::default_schedule(&gpu, stencil.kernel(), &[6, 5, 7]),
+        ),
+    ];
+    for (backend, schedule) in backends {
+        for (what, view) in [
+            ("storage one short", FieldView { geom, data: &short }),
+            (
+                "strides that do not match",
+                FieldView {
+                    geom: skewed,
+                    data: u.as_slice(),
+                },
+            ),
+        ] {
+            let out_geom = *out.geometry();
+            let result = Job::new(
+                stencil,
+                vec![view],
+                vec![FieldViewMut {
+                    geom: out_geom,
+                    data: out.as_mut_slice(),
+                }],
+                vec![0.4, 0.1],
+            )
+            .and_then(|mut job| backend.run(&mut job, &schedule));
+            let err = result.expect_err(what);
+            assert_eq!(err.kind(), ErrorKind::BadArgument, "{what}: {err}");
+        }
+        // The output side too.
+        let mut long = out.as_slice().to_vec();
+        long.push(0.0);
+        let out_geom = *out.geometry();
+        let err = Job::new(
+            stencil,
+            vec![u.view()],
+            vec![FieldViewMut {
+                geom: out_geom,
+                data: &mut long,
+            }],
+            vec![0.4, 0.1],
+        )
+        .and_then(|mut job| backend.run(&mut job, &schedule))
+        .expect_err("an output view longer than its geometry");
+        assert_eq!(err.kind(), ErrorKind::BadArgument);
+    }
 }

@@ -13,6 +13,15 @@ stencil! {
                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
     }
 
+    /// NaN wherever `u` is negative (the random inputs are, half the time).
+    fn logarithm(u: &Grid1<f32>, l: &mut Grid1<f32>) {
+        l[i] = ln(u[i]);
+    }
+
+    fn logarithm64(u: &Grid1<f64>, l: &mut Grid1<f64>) {
+        l[i] = ln(u[i]);
+    }
+
     fn off_by_one(u: &Grid3<f64>, out: &mut Grid3<f64>, a: f64, b: f64) {
         out[i, j, k] = a * u[i, j, k]
             + b * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
@@ -117,4 +126,52 @@ fn a_write_outside_the_interior_is_reported() {
     let e = planted_failure(Defect::WritesTheHalo);
     assert_eq!(e.kind(), ErrorKind::VerificationFailed, "{e}");
     assert!(e.to_string().contains("outside the interior"), "{e}");
+}
+
+#[test]
+fn a_kernel_that_computes_nan_on_purpose_passes_on_every_backend() {
+    // The emulator writes the canonical NaN for `ln` of a negative input; it must not be
+    // mistaken for the poison that marks unwritten points.
+    let report = stencil::verify(logarithm::stencil()).unwrap();
+    assert_eq!(report.backends.len(), 2, "{report}");
+}
+
+/// The CPU backend, writing every NaN it computes with the bits `verify` poisons outputs with
+/// (NaN payloads are unspecified: a backend may).
+struct PoisonousNans;
+
+impl Backend<f64> for PoisonousNans {
+    fn name(&self) -> String {
+        "poisonous-nans".into()
+    }
+    fn default_schedule(&self, k: &Kernel, s: &[usize]) -> Schedule {
+        Backend::<f64>::default_schedule(CpuBackend::global(), k, s)
+    }
+    fn sample_schedules(&self, k: &Kernel, s: &[usize]) -> Vec<Schedule> {
+        vec![Backend::<f64>::default_schedule(self, k, s)]
+    }
+    fn run(&self, job: &mut Job<'_, f64>, s: &Schedule) -> stencil::Result<()> {
+        CpuBackend::global().run(job, s)?;
+        for out in job.outputs_mut() {
+            let interior: Vec<usize> = (0..out.geom.interior()[0])
+                .map(|i| out.geom.index(&[i as isize]))
+                .collect();
+            for i in interior {
+                if out.data[i].is_nan() {
+                    out.data[i] = f64::from_bits(0x7ffc_dead_beef_0bad);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_computed_nan_with_the_poisons_bits_is_not_taken_for_an_unwritten_point() {
+    verify_with(
+        logarithm64::stencil(),
+        &[&PoisonousNans],
+        &VerifyConfig::default(),
+    )
+    .unwrap();
 }

@@ -30,7 +30,9 @@ impl<'a, T: Element> Job<'a, T> {
     /// declaration order of each kind.
     ///
     /// # Errors
-    /// - [`ErrorKind::BadArgument`]: wrong number of inputs, outputs or parameters.
+    /// - [`ErrorKind::BadArgument`]: wrong number of inputs, outputs or parameters; a view
+    ///   whose geometry is not a grid's layout over exactly its storage
+    ///   ([`check_layout`](crate::view::check_layout)).
     /// - [`ErrorKind::DimensionMismatch`]: a grid's dimension count differs from the kernel's.
     /// - [`ErrorKind::ShapeMismatch`]: grids differ in interior shape.
     /// - [`ErrorKind::HaloTooNarrow`]: an input's halo is narrower than the kernel's radius.
@@ -73,6 +75,19 @@ impl<'a, T: Element> Job<'a, T> {
             .map(|(n, v)| (*n, v.geom))
             .chain(names_out.iter().zip(&outputs).map(|(n, v)| (*n, v.geom)))
             .collect();
+        for (name, len, geom) in names_in
+            .iter()
+            .zip(&inputs)
+            .map(|(n, v)| (*n, v.data.len(), &v.geom))
+            .chain(
+                names_out
+                    .iter()
+                    .zip(&outputs)
+                    .map(|(n, v)| (*n, v.data.len(), &v.geom)),
+            )
+        {
+            crate::view::check_layout::<T>(name, geom, len)?;
+        }
         let (first_name, first) = geoms[0];
         for &(name, g) in &geoms {
             if g.n_dims != kernel.n_dims {

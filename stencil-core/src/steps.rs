@@ -357,6 +357,9 @@ impl<'a, T: Element> StepsJob<'a, T> {
                 range.start as usize..range.end as usize,
             ));
         }
+        for (n, g, _, range) in &grids {
+            crate::view::check_layout::<T>(n, g, (range.end - range.start) / size_of::<T>())?;
+        }
         let (first_name, first, _, _) = grids[0].clone();
         for (n, g, _, _) in &grids {
             if g.n_dims != kernel.n_dims {

@@ -258,6 +258,32 @@ impl<'a, T> FieldViewMut<'a, T> {
     }
 }
 
+/// Checks that a view of `len` elements of `T` laid out by `geom` is one a grid has: the
+/// layout [`Geometry::padded`] gives for its interior, halo and padding, over exactly its
+/// storage. Views have public fields, so a backend that indexes by geometry (and a GPU launch
+/// that reads whole grids) relies on this check, not on how the view was made.
+///
+/// # Errors
+/// [`ErrorKind::BadArgument`] naming the grid `name`.
+pub fn check_layout<T>(name: &str, geom: &Geometry, len: usize) -> crate::Result<()> {
+    let canonical = Geometry::padded(
+        geom.interior(),
+        geom.halo,
+        std::mem::size_of::<T>(),
+        geom.pad_lines,
+    );
+    if canonical.ok() != Some(*geom) || len != geom.len {
+        return Err(crate::Error::new(
+            crate::ErrorKind::BadArgument,
+            format!(
+                "grid `{name}`: {len} elements of storage laid out as {geom:?}, which is not a \
+                 grid's layout (Geometry::padded) over exactly its storage"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

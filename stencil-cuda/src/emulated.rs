@@ -12,7 +12,7 @@ use stencil_core::{ElemType, Element, Error, ErrorKind, Geometry, Result};
 use crate::caps::{default_schedule, sample_schedules};
 use crate::codegen::halo::{HaloPlan, gather_entry_name, generate_gather};
 use crate::codegen::{CodegenOptions, GeneratedKernel, generate};
-use crate::emulator::{Memory, Module, ParamValue, launch};
+use crate::emulator::{LaunchOptions, Memory, Module, Order, ParamValue, launch_with_options};
 use crate::steps::{StepMemory, drive, not_gpu};
 
 /// Runs generated PTX in the emulator, on the CPU.
@@ -20,6 +20,7 @@ use crate::steps::{StepMemory, drive, not_gpu};
 pub struct EmulatedGpu {
     options: CodegenOptions,
     arch: u32,
+    launch: LaunchOptions,
 }
 
 impl EmulatedGpu {
@@ -28,13 +29,31 @@ impl EmulatedGpu {
         EmulatedGpu {
             options: CodegenOptions::default(),
             arch: 80,
+            launch: LaunchOptions::default(),
         }
     }
 
     /// The same backend generating code with `options` (tests plant bugs through this).
     #[doc(hidden)]
     pub fn with_options(options: CodegenOptions) -> Self {
-        EmulatedGpu { options, arch: 80 }
+        EmulatedGpu {
+            options,
+            ..EmulatedGpu::new()
+        }
+    }
+
+    /// This backend running the threads of each block and the blocks of each launch in the
+    /// given orders (see [`Order`]): a kernel that computes the same in every order has no
+    /// race the emulator can see; compare the results of several orders to find one.
+    pub fn with_order(self, threads: Order, blocks: Order) -> Self {
+        EmulatedGpu {
+            launch: LaunchOptions {
+                threads,
+                blocks,
+                ..self.launch
+            },
+            ..self
+        }
     }
 }
 
@@ -104,6 +123,7 @@ fn param_value<T: Element>(v: T) -> ParamValue {
 struct EmulatorMemory {
     memory: Memory,
     arch: u32,
+    launch: LaunchOptions,
     /// Address and element count of each buffer.
     buffers: Vec<(u64, usize)>,
     /// Parsed modules by PTX text.
@@ -139,13 +159,14 @@ impl<T: Element> StepMemory<T> for EmulatorMemory {
             .collect();
         values.extend(params.iter().map(|&p| param_value(p)));
         let module = self.module(generated.ptx())?.clone();
-        launch(
+        launch_with_options(
             &module,
             &generated.entry,
             generated.launch.grid,
             generated.launch.block,
             &values,
             &mut self.memory,
+            self.launch,
         )
         .map_err(emulator_error)?;
         Ok(())
@@ -167,7 +188,7 @@ impl<T: Element> StepMemory<T> for EmulatorMemory {
         let gather = generate_gather(T::ELEM, self.arch).to_string();
         let module = self.module(gather)?.clone();
         let total = n_copy + n_const;
-        launch(
+        launch_with_options(
             &module,
             gather_entry_name(T::ELEM),
             [total.div_ceil(256).max(1), 1, 1],
@@ -182,6 +203,7 @@ impl<T: Element> StepMemory<T> for EmulatorMemory {
                 ParamValue::U32(n_const),
             ],
             &mut self.memory,
+            self.launch,
         )
         .map_err(emulator_error)?;
         Ok(())
@@ -224,6 +246,7 @@ impl<T: Element> Backend<T> for EmulatedGpu {
         let mut memory = EmulatorMemory {
             memory: Memory::new(),
             arch: self.arch,
+            launch: self.launch,
             buffers: Vec::new(),
             modules: Default::default(),
         };
@@ -290,13 +313,14 @@ impl<T: Element> Backend<T> for EmulatedGpu {
         }
         let mut values: Vec<ParamValue> = addresses.iter().map(|&a| ParamValue::U64(a)).collect();
         values.extend(params.iter().map(|&p| param_value(p)));
-        launch(
+        launch_with_options(
             &module,
             &generated.entry,
             generated.launch.grid,
             generated.launch.block,
             &values,
             &mut memory,
+            self.launch,
         )
         .map_err(emulator_error)?;
         let mut o = 0;

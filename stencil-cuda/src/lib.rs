@@ -34,4 +34,4 @@ pub use codegen::{
     CodegenOptions, FusedPair, GeneratedKernel, LaunchDims, generate, generate_fused,
 };
 pub use emulated::EmulatedGpu;
-pub use runtime::{CudaBackend, CudaDevice, DeviceGrid, GpuElement};
+pub use runtime::{CudaBackend, CudaDevice, DeviceField, DeviceGrid, GpuElement};

@@ -1,7 +1,9 @@
 //! Runs a launch: blocks one after another; inside a block every thread has its own registers
 //! and program counter.
 //!
-//! Scheduling: each live thread of the block runs until it reaches `bar.sync` or exits. When
+//! Scheduling: blocks run one after another in the order of [`LaunchOptions::blocks`]; each
+//! live thread of the block runs, in the order of [`LaunchOptions::threads`] (a new shuffle
+//! every round), until it reaches `bar.sync` or exits. When
 //! every thread has done so, the waiting threads are released together and the round repeats;
 //! the block ends when all its threads have exited. Exited threads do not count toward a
 //! barrier. If the waiting threads stopped at different `bar.sync` instructions the barrier can
@@ -103,14 +105,16 @@ pub(crate) fn execute(
         shared: vec![SHARED_POISON; plan.entry.shared_bytes as usize],
     };
     let mut stats = LaunchStats::default();
-    for z in 0..plan.grid[2] {
-        for y in 0..plan.grid[1] {
-            for x in 0..plan.grid[0] {
-                run_block(plan, [x, y, z], &mut state, memory, &mut stats)?;
-                stats.blocks += 1;
-                stats.threads += thread_count as u64;
-            }
-        }
+    let [gx, gy, gz] = plan.grid.map(|n| n as usize);
+    for block in plan.options.blocks.arrange(gx * gy * gz, 0) {
+        let ctaid = [
+            (block % gx) as u32,
+            (block / gx % gy) as u32,
+            (block / (gx * gy)) as u32,
+        ];
+        run_block(plan, ctaid, &mut state, memory, &mut stats)?;
+        stats.blocks += 1;
+        stats.threads += thread_count as u64;
     }
     Ok(stats)
 }
@@ -136,8 +140,10 @@ fn run_block(
     state.status.fill(Status::Running);
     state.steps.fill(0);
     state.shared.fill(SHARED_POISON);
+    let mut round = u64::from(ctaid[0]) ^ u64::from(ctaid[1]) << 21 ^ u64::from(ctaid[2]) << 42;
     loop {
-        for thread in 0..state.pcs.len() {
+        round = round.wrapping_add(1);
+        for thread in plan.options.threads.arrange(state.pcs.len(), round) {
             if state.status[thread] != Status::Running {
                 continue;
             }

@@ -400,6 +400,7 @@ SPIN:
     let mut memory = Memory::new();
     let options = LaunchOptions {
         max_instructions_per_thread: 10_000,
+        ..LaunchOptions::default()
     };
     let error = launch_with_options(
         &module,

@@ -518,3 +518,90 @@ fn seven_point_stencil_on_64_cubed_runs_quickly() {
     assert_eq!(stats.global_stores, 62 * 62 * 62);
     assert_eq!(stats.threads, 64 * 64 * 64);
 }
+
+/// Each thread writes its value to shared memory and reads its *left* neighbour's, with no
+/// `bar.sync` in between (the planted race): in ascending order the neighbour has always
+/// written first, so only another order shows the race.
+const LEFT_EXCHANGE_WITHOUT_BARRIER: &str = "
+.visible .entry left(.param .u64 data)
+{
+    .shared .align 8 .b8 tile[1024];
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<8>;
+    .reg .f64 %fd<3>;
+    mov.u32 %r1, %tid.x;
+    ld.param.u64 %rd1, [data];
+    mul.wide.u32 %rd2, %r1, 8;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.f64 %fd1, [%rd3];
+    mov.u64 %rd4, tile;
+    add.s64 %rd5, %rd4, %rd2;
+    st.shared.f64 [%rd5], %fd1;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 bra DONE;
+    sub.s32 %r2, %r1, 1;
+    mul.wide.u32 %rd6, %r2, 8;
+    add.s64 %rd7, %rd4, %rd6;
+    ld.shared.f64 %fd2, [%rd7];
+    st.global.f64 [%rd3], %fd2;
+DONE:
+    ret;
+}
+";
+
+#[test]
+fn a_missing_barrier_that_ascending_order_hides_shows_in_other_orders() {
+    use super::super::{LaunchOptions, Order, launch_with_options};
+    let module = parse(LEFT_EXCHANGE_WITHOUT_BARRIER);
+    let data = random_f64s(6, 128);
+    let run = |threads: Order, blocks: Order| {
+        let mut memory = Memory::new();
+        let address = memory.alloc_f64s(&data);
+        launch_with_options(
+            &module,
+            "left",
+            [1, 1, 1],
+            [128, 1, 1],
+            &[ParamValue::U64(address)],
+            &mut memory,
+            LaunchOptions {
+                threads,
+                blocks,
+                ..LaunchOptions::default()
+            },
+        )
+        .unwrap();
+        memory.read_f64s(address, 128).unwrap()
+    };
+    let ascending = run(Order::Ascending, Order::Ascending);
+    // Ascending: every neighbour wrote before it was read, so the race is invisible.
+    assert!((1..128).all(|i| ascending[i] == data[i - 1]));
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for order in [Order::Descending, Order::Shuffled(7), Order::Shuffled(8)] {
+        let other = run(order, Order::Shuffled(3));
+        assert_ne!(bits(&other), bits(&ascending), "{order:?} shows the race");
+    }
+    // The same kernel with the barrier (the neighbour exchange above) agrees in every order.
+    let module = parse(&neighbour_exchange(128, 128));
+    let mut results = Vec::new();
+    for order in [Order::Ascending, Order::Descending, Order::Shuffled(9)] {
+        let mut memory = Memory::new();
+        let address = memory.alloc_f64s(&data);
+        launch_with_options(
+            &module,
+            "exchange",
+            [1, 1, 1],
+            [128, 1, 1],
+            &[ParamValue::U64(address)],
+            &mut memory,
+            LaunchOptions {
+                threads: order,
+                ..LaunchOptions::default()
+            },
+        )
+        .unwrap();
+        results.push(bits(&memory.read_f64s(address, 128).unwrap()));
+    }
+    assert!(results.windows(2).all(|w| w[0] == w[1]));
+}
