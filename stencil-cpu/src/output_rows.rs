@@ -13,7 +13,8 @@
 use std::marker::PhantomData;
 
 use stencil_core::row::OutputRun;
-use stencil_core::{Error, ErrorKind, FieldViewMut, Geometry, Result};
+use stencil_core::view::check_layout;
+use stencil_core::{FieldViewMut, Geometry, Result};
 
 /// One output grid, writable by row from several threads.
 #[derive(Debug)]
@@ -37,11 +38,11 @@ impl<'a, T> OutputRows<'a, T> {
     /// names the output in the error.
     ///
     /// # Errors
-    /// [`ErrorKind::BadArgument`] if the view's geometry is not the one [`Geometry::padded`]
+    /// [`ErrorKind::BadArgument`](stencil_core::ErrorKind::BadArgument) if the view's geometry is not the one [`Geometry::padded`]
     /// gives for its interior, halo, element size and padding, or its storage is not
     /// `geom.len` elements.
     pub(crate) fn new(view: &'a mut FieldViewMut<'_, T>, name: &str) -> Result<Self> {
-        check_layout::<T>(&view.geom, view.data.len(), name)?;
+        check_layout::<T>(name, &view.geom, view.data.len())?;
         Ok(OutputRows {
             ptr: view.data.as_mut_ptr(),
             len: view.data.len(),
@@ -64,7 +65,7 @@ impl<'a, T> OutputRows<'a, T> {
         geom: Geometry,
         name: &str,
     ) -> Result<Self> {
-        check_layout::<T>(&geom, len, name)?;
+        check_layout::<T>(name, &geom, len)?;
         Ok(OutputRows {
             ptr,
             len,
@@ -136,26 +137,6 @@ impl<'a, T> OutputRows<'a, T> {
     }
 }
 
-/// Checks that `geom` is a layout [`Geometry::padded`] produces, of `len` elements of `T`.
-pub(crate) fn check_layout<T>(geom: &Geometry, len: usize, name: &str) -> Result<()> {
-    let canonical = Geometry::padded(
-        geom.interior(),
-        geom.halo,
-        std::mem::size_of::<T>(),
-        geom.pad_lines,
-    );
-    if canonical.ok() != Some(*geom) || len != geom.len {
-        return Err(Error::new(
-            ErrorKind::BadArgument,
-            format!(
-                "output `{name}` has a layout that Geometry::padded does not produce \
-                 ({len} elements of storage for {geom:?})"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// A mutable slice shared by several threads that each take disjoint ranges of it.
 #[derive(Debug)]
 pub(crate) struct SharedSlice<'a, T> {
@@ -202,6 +183,7 @@ impl<'a, T> SharedSlice<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stencil_core::ErrorKind;
 
     #[test]
     fn only_layouts_from_geometry_padded_are_accepted() {

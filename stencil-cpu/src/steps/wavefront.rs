@@ -45,7 +45,7 @@ use super::TimeBlocking;
 use super::barrier::{PoisonOnPanic, SpinBarrier};
 use crate::backend::INLINE_POINTS;
 use crate::generic::{GenericRun, Program};
-use crate::output_rows::{OutputRows, check_layout};
+use crate::output_rows::OutputRows;
 use crate::pool::CpuBackend;
 use crate::specialised::{RowPlan, SpecialisedRun};
 use crate::tiling::{Tile, Tiling};
@@ -186,7 +186,11 @@ pub(super) fn run<T: Element>(
     {
         let (chains, lone) = job.grids_mut();
         for grid in chains.iter().flatten().chain(lone.iter()) {
-            check_layout::<T>(&grid.view.geom, grid.view.data.len(), "time loop grid")?;
+            stencil_core::view::check_layout::<T>(
+                "time loop grid",
+                &grid.view.geom,
+                grid.view.data.len(),
+            )?;
         }
         let context = Context {
             point_loop,
