@@ -122,55 +122,21 @@ fn copies<const D: usize>(grids: &[Grid<f64, D>]) -> Vec<Grid<f64, D>> {
         .collect()
 }
 
-/// The hand-written loop: `steps` runs of the kernel under the default schedule, each
-/// followed by the rotation.
+/// The hand-written loop: `steps` runs of the kernel on the CPU under the default schedule,
+/// each followed by the rotation.
 fn by_hand<const D: usize>(case: &Case<'_>, grids: &mut [Grid<f64, D>], steps: usize) {
-    by_hand_under(case, grids, steps, CpuSchedule::default());
+    let cpu = Schedule::Cpu(CpuSchedule::default());
+    by_hand_on(case, grids, steps, CpuBackend::global(), cpu);
 }
 
-/// The hand-written loop under `schedule` (its time-loop fields play no part in a sweep).
-fn by_hand_under<const D: usize>(
-    case: &Case<'_>,
-    grids: &mut [Grid<f64, D>],
-    steps: usize,
-    schedule: CpuSchedule,
-) {
-    let kernel = case.stencil.kernel();
-    let index = |name: &str| kernel.field_by_name(name).unwrap().index();
-    for _ in 0..steps {
-        {
-            let (inputs, outputs): (Vec<_>, Vec<_>) = grids
-                .iter_mut()
-                .enumerate()
-                .partition(|(i, _)| kernel.fields[*i].role == stencil::ir::Role::Input);
-            let mut launch = Launch::new(case.stencil);
-            for (i, g) in inputs {
-                launch = launch.input(&kernel.fields[i].name, g);
-            }
-            for (i, g) in outputs {
-                launch = launch.output(&kernel.fields[i].name, g);
-            }
-            for &(name, value) in case.params {
-                launch = launch.param(name, value);
-            }
-            launch.schedule(Schedule::Cpu(schedule)).run().unwrap();
-        }
-        for chain in case.chains {
-            // The grid at position p takes what p - 1 held.
-            for p in (1..chain.len()).rev() {
-                grids.swap(index(chain[p]), index(chain[p - 1]));
-            }
-        }
-    }
-}
-
-/// The time loop on `grids`.
+/// The time loop on `grids` through `backend`, under `schedule` or tuned (without the tuning
+/// cache).
 fn stepped<const D: usize>(
     case: &Case<'_>,
     grids: &mut [Grid<f64, D>],
     steps: usize,
-    backend: &CpuBackend,
-    schedule: Option<CpuSchedule>,
+    backend: &dyn stencil::Backend<f64>,
+    schedule: Option<Schedule>,
 ) {
     let kernel = case.stencil.kernel();
     let mut time_loop = Steps::new(case.stencil).on(backend).without_tuning_cache();
@@ -184,7 +150,7 @@ fn stepped<const D: usize>(
         time_loop = time_loop.param(name, value);
     }
     if let Some(s) = schedule {
-        time_loop = time_loop.schedule(Schedule::Cpu(s));
+        time_loop = time_loop.schedule(s);
     }
     let report = time_loop.run(steps).unwrap();
     assert_eq!(report.steps, steps);
@@ -249,8 +215,9 @@ fn check<const D: usize>(case: &Case<'_>, shapes: &[[usize; D]], halo: usize, se
             let mut got = copies(&want);
             // The same point loop and row segments (loops that reassociate along a row give
             // the same bits only then; see `Steps`).
-            by_hand_under(case, &mut want, steps, schedule.unwrap_or_default());
-            stepped(case, &mut got, steps, backend, schedule);
+            let cpu = Schedule::Cpu(schedule.unwrap_or_default());
+            by_hand_on(case, &mut want, steps, CpuBackend::global(), cpu);
+            stepped(case, &mut got, steps, backend, schedule.map(Schedule::Cpu));
             assert_same(
                 &got,
                 &want,
@@ -664,20 +631,8 @@ fn check_emulated<const D: usize>(
         }
         let mut got = copies(&want);
         by_hand_on(case, &mut want, steps, &gpu, Schedule::Gpu(schedule));
+        stepped(case, &mut got, steps, &gpu, Some(Schedule::Gpu(schedule)));
         let kernel = case.stencil.kernel();
-        let mut time_loop = Steps::new(case.stencil)
-            .on(&gpu)
-            .schedule(Schedule::Gpu(schedule));
-        for chain in case.chains {
-            time_loop = time_loop.rotate(chain);
-        }
-        for (i, g) in got.iter_mut().enumerate() {
-            time_loop = time_loop.grid(&kernel.fields[i].name, g);
-        }
-        for &(name, value) in case.params {
-            time_loop = time_loop.param(name, value);
-        }
-        time_loop.run(steps).unwrap();
         assert_same(
             &got,
             &want,

@@ -62,6 +62,18 @@ pub struct VerifyReport {
     pub points: usize,
 }
 
+impl VerifyReport {
+    /// No cases yet, of `kernel` on `backends`.
+    fn empty<T: Element>(kernel: &stencil_core::Kernel, backends: &[&dyn Backend<T>]) -> Self {
+        VerifyReport {
+            kernel: kernel.name.clone(),
+            backends: backends.iter().map(|b| b.name()).collect(),
+            cases: 0,
+            points: 0,
+        }
+    }
+}
+
 impl fmt::Display for VerifyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -121,6 +133,28 @@ pub fn verify_with<T: Element>(
     }
 }
 
+/// The shapes `config` asks for (the built-in ones by default), each `D`-D.
+///
+/// # Errors
+/// [`ErrorKind::BadArgument`] naming `what` for a shape of another dimension count.
+fn config_shapes<const D: usize>(config: &VerifyConfig, what: &str) -> Result<Vec<[usize; D]>> {
+    let shapes = match &config.shapes {
+        Some(s) => s.clone(),
+        None => default_shapes(D),
+    };
+    shapes
+        .iter()
+        .map(|shape| {
+            shape.as_slice().try_into().map_err(|_| {
+                Error::new(
+                    ErrorKind::BadArgument,
+                    format!("{what}: shape {shape:?} is not {D}-D"),
+                )
+            })
+        })
+        .collect()
+}
+
 /// The built-in shapes: size-1 dimensions, tiny, prime and mixed extents.
 fn default_shapes(n_dims: usize) -> Vec<Vec<usize>> {
     let table: &[&[usize]] = match n_dims {
@@ -168,27 +202,13 @@ fn verify_dims<T: Element, const D: usize>(
     config: &VerifyConfig,
 ) -> Result<VerifyReport> {
     let kernel = stencil.kernel();
-    let shapes = match &config.shapes {
-        Some(s) => s.clone(),
-        None => default_shapes(D),
-    };
+    let shapes = config_shapes::<D>(config, "verify")?;
     let radius = analysis::radius(kernel).max() as usize;
     let n_inputs = kernel.inputs().count();
     let n_outputs = kernel.outputs().count();
     let mut rng = Rng::new(config.seed);
-    let mut report = VerifyReport {
-        kernel: kernel.name.clone(),
-        backends: backends.iter().map(|b| b.name()).collect(),
-        cases: 0,
-        points: 0,
-    };
-    for (shape_idx, shape) in shapes.iter().enumerate() {
-        let shape: [usize; D] = shape.as_slice().try_into().map_err(|_| {
-            Error::new(
-                ErrorKind::BadArgument,
-                format!("verify: shape {shape:?} is not {D}-D"),
-            )
-        })?;
+    let mut report = VerifyReport::empty(kernel, backends);
+    for (shape_idx, &shape) in shapes.iter().enumerate() {
         // Alternate halo widths: exactly the radius, and wider. The wider cases also pad
         // their grids' rows, each grid differently (the fields of one call then have different
         // strides).

@@ -20,7 +20,7 @@ use stencil_core::{
 use stencil_cpu::CpuBackend;
 use stencil_cuda::EmulatedGpu;
 
-use super::{VerifyConfig, VerifyReport, bits, default_shapes, poison};
+use super::{VerifyConfig, VerifyReport, bits, config_shapes, poison};
 use crate::Steps;
 
 /// Verifies the time loop of `stencil` with rotation `chains` (each an output, then the inputs
@@ -83,25 +83,11 @@ fn verify_dims<T: Element, const D: usize>(
     config: &VerifyConfig,
 ) -> Result<VerifyReport> {
     let kernel = stencil.kernel();
-    let shapes = match &config.shapes {
-        Some(s) => s.clone(),
-        None => default_shapes(D),
-    };
+    let shapes = config_shapes::<D>(config, "verify_steps")?;
     let radius = stencil_core::analysis::radius(kernel).max() as usize;
     let mut rng = Rng::new(config.seed ^ 0x57e9);
-    let mut report = VerifyReport {
-        kernel: kernel.name.clone(),
-        backends: backends.iter().map(|b| b.name()).collect(),
-        cases: 0,
-        points: 0,
-    };
-    for (shape_idx, shape) in shapes.iter().enumerate() {
-        let shape: [usize; D] = shape.as_slice().try_into().map_err(|_| {
-            Error::new(
-                ErrorKind::BadArgument,
-                format!("verify_steps: shape {shape:?} is not {D}-D"),
-            )
-        })?;
+    let mut report = VerifyReport::empty(kernel, backends);
+    for (shape_idx, &shape) in shapes.iter().enumerate() {
         let halo = radius + shape_idx % 2;
         let dirichlet = shape_idx % 2 == 0;
         let initial = random_grids::<T, D>(stencil, rotation, shape, halo, dirichlet, &mut rng)?;

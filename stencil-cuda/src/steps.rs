@@ -37,7 +37,8 @@ pub(crate) trait StepMemory<T: Element> {
         buffers: &[usize],
         params: &[T],
     ) -> Result<()>;
-    /// Applies halo `plan` to buffer `buffer`.
+    /// Applies halo `plan` to buffer `buffer` (a buffer's plan is the same on every call, so
+    /// an implementation may keep what it made of it).
     fn fill_halo(&mut self, buffer: usize, plan: &HaloPlan<T>) -> Result<()>;
     /// Copies buffer `buffer` into `data` (waiting for the launches before).
     fn download(&mut self, buffer: usize, data: &mut [T]) -> Result<()>;

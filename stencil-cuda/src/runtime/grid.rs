@@ -108,40 +108,44 @@ impl<T: GpuElement, const D: usize> DeviceGrid<T, D> {
         if self.halo.is_none() {
             // The plan of this grid's own layout (padded rows included).
             let plan = HaloPlan::from_geometry(self.geom, &self.boundaries)?;
-            let s = &self.device.stream;
-            let copy_dst = s
-                .clone_htod(&plan.copy_dst)
-                .map_err(driver_error("upload"))?;
-            let copy_src = s
-                .clone_htod(&plan.copy_src)
-                .map_err(driver_error("upload"))?;
-            let const_dst = s
-                .clone_htod(&plan.const_dst)
-                .map_err(driver_error("upload"))?;
-            let const_val = s
-                .clone_htod(&plan.const_val)
-                .map_err(driver_error("upload"))?;
-            self.halo = Some(DeviceHaloPlan {
-                plan,
-                copy_dst,
-                copy_src,
-                const_dst,
-                const_val,
-            });
+            self.halo = Some(DeviceHaloPlan::upload(&self.device, plan)?);
         }
-        let device = Arc::clone(&self.device);
-        let DeviceHaloPlan {
+        let halo = self.halo.as_ref().expect("plan built above");
+        halo.apply(&self.device, &mut self.data)
+    }
+}
+
+impl<T: GpuElement> DeviceHaloPlan<T> {
+    /// `plan` with its index and value arrays uploaded to `device`.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub(super) fn upload(device: &CudaDevice, plan: HaloPlan<T>) -> Result<Self> {
+        let s = &device.stream;
+        let upload = |v: &[u32]| s.clone_htod(v).map_err(driver_error("upload"));
+        Ok(DeviceHaloPlan {
+            copy_dst: upload(&plan.copy_dst)?,
+            copy_src: upload(&plan.copy_src)?,
+            const_dst: upload(&plan.const_dst)?,
+            const_val: s
+                .clone_htod(&plan.const_val)
+                .map_err(driver_error("upload"))?,
             plan,
-            copy_dst,
-            copy_src,
-            const_dst,
-            const_val,
-        } = self.halo.as_ref().expect("plan built above");
-        device.launch_gather(
-            &mut self.data,
-            (copy_dst, copy_src, const_dst, const_val),
-            plan,
-        )
+        })
+    }
+
+    /// Fills the halo of `data`, a grid of the plan's layout, with the gather kernel.
+    ///
+    /// # Errors
+    /// Generator and driver errors.
+    pub(super) fn apply(&self, device: &CudaDevice, data: &mut CudaSlice<T>) -> Result<()> {
+        let arrays = (
+            &self.copy_dst,
+            &self.copy_src,
+            &self.const_dst,
+            &self.const_val,
+        );
+        device.launch_gather(data, arrays, &self.plan)
     }
 }
 

@@ -13,6 +13,7 @@ use stencil_core::schedule::GpuSchedule;
 use stencil_core::steps::FieldSlot;
 use stencil_core::{Error, ErrorKind, Result, Rotation, Stencil};
 
+use super::grid::DeviceHaloPlan;
 use super::{CudaDevice, DeviceGrid, GpuElement, driver_error};
 use crate::codegen::halo::HaloPlan;
 use crate::codegen::{FusedPair, GeneratedKernel};
@@ -41,6 +42,8 @@ pub(crate) struct DeviceMemory<'g, T: GpuElement> {
     buffers: Vec<Buffer<'g, T>>,
     /// Loaded entries by PTX text.
     functions: HashMap<String, CudaFunction>,
+    /// Halo plans on the device, by buffer.
+    halos: HashMap<usize, DeviceHaloPlan<T>>,
 }
 
 impl<'g, T: GpuElement> DeviceMemory<'g, T> {
@@ -49,6 +52,7 @@ impl<'g, T: GpuElement> DeviceMemory<'g, T> {
             device,
             buffers: Vec::new(),
             functions: HashMap::new(),
+            halos: HashMap::new(),
         }
     }
 
@@ -121,13 +125,17 @@ impl<T: GpuElement> StepMemory<T> for DeviceMemory<'_, T> {
     }
 
     fn fill_halo(&mut self, buffer: usize, plan: &HaloPlan<T>) -> Result<()> {
-        let device = Arc::clone(&self.device);
+        // A buffer's plan is the same on every call: its arrays go to the device once.
+        if !self.halos.contains_key(&buffer) {
+            let uploaded = DeviceHaloPlan::upload(&self.device, plan.clone())?;
+            self.halos.insert(buffer, uploaded);
+        }
         let data = match &mut self.buffers[buffer] {
             Buffer::Owned(s) => s,
             Buffer::Grid(s) => &mut **s,
             Buffer::Shared(_) => unreachable!("stencil-cuda: a read-only buffer is never written"),
         };
-        device.gather_halo(data, plan)
+        self.halos[&buffer].apply(&self.device, data)
     }
 
     fn download(&mut self, buffer: usize, data: &mut [T]) -> Result<()> {
@@ -309,28 +317,6 @@ impl CudaDevice {
             }
         }
         Ok(())
-    }
-
-    /// Applies halo `plan` to `data` with the gather kernel (see [`DeviceGrid::update_halo`]).
-    pub(crate) fn gather_halo<T: GpuElement>(
-        self: &Arc<Self>,
-        data: &mut CudaSlice<T>,
-        plan: &HaloPlan<T>,
-    ) -> Result<()> {
-        let s = &self.stream;
-        let copy_dst = s
-            .clone_htod(&plan.copy_dst)
-            .map_err(driver_error("upload"))?;
-        let copy_src = s
-            .clone_htod(&plan.copy_src)
-            .map_err(driver_error("upload"))?;
-        let const_dst = s
-            .clone_htod(&plan.const_dst)
-            .map_err(driver_error("upload"))?;
-        let const_val = s
-            .clone_htod(&plan.const_val)
-            .map_err(driver_error("upload"))?;
-        self.launch_gather(data, (&copy_dst, &copy_src, &const_dst, &const_val), plan)
     }
 }
 
