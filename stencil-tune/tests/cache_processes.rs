@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use stencil_tune::cache::{CacheKey, LIBRARY_VERSION, TunedEntry, TuningCache};
+use stencil_tune::cache::{BUILD_ID, CacheKey, LIBRARY_VERSION, TunedEntry, TuningCache};
 
 const CHILD_VAR: &str = "STENCIL_TUNE_TEST_CHILD";
 const CACHE_VAR: &str = "STENCIL_TUNE_TEST_CACHE";
@@ -24,6 +24,7 @@ fn key(child: usize, i: usize) -> CacheKey {
         threads: 2,
         space_checksum: "0123456789abcdef".into(),
         library_version: LIBRARY_VERSION.into(),
+        build: BUILD_ID.into(),
     }
 }
 

@@ -12,6 +12,14 @@ use crate::search::{Found, Outcome};
 /// Version of this library, part of every key: a new version re-tunes.
 pub const LIBRARY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The build that tunes, part of every key: the target architecture, the vector features the
+/// build may use (`-C target-cpu`), and a hash of the sources that generate and run the code
+/// and of the compiler's version, taken when the library is built. An AVX2 build and an
+/// AVX-512 build, or two builds of different code, never share a tuned schedule. Outside
+/// this workspace (a packaged crate) only this crate's own sources are hashed, and the
+/// version stands for the rest.
+pub const BUILD_ID: &str = env!("STENCIL_BUILD_ID");
+
 /// Version of the file's layout. A file of another schema is ignored (and replaced on the next
 /// write); bump it whenever a stored type changes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -35,11 +43,15 @@ pub struct CacheKey {
     pub space_checksum: String,
     /// [`LIBRARY_VERSION`] of the library that tuned.
     pub library_version: String,
+    /// [`BUILD_ID`] of the build that tuned (empty in files written before it was kept: such
+    /// entries match no key and are tuned again).
+    #[serde(default)]
+    pub build: String,
 }
 
 impl CacheKey {
     /// The key of `kernel` over `shape` on `backend`/`device` with `threads` threads, searched
-    /// over `space`, by this version of the library.
+    /// over `space`, by this version and build of the library.
     pub fn new(
         kernel: &Kernel,
         shape: &[usize],
@@ -57,6 +69,7 @@ impl CacheKey {
             threads,
             space_checksum: format!("{:016x}", space.checksum()),
             library_version: LIBRARY_VERSION.to_string(),
+            build: BUILD_ID.to_string(),
         }
     }
 }
@@ -131,6 +144,25 @@ pub struct BandwidthEntry {
     pub threads: usize,
     /// Bytes per second.
     pub bytes_per_second: f64,
+    /// When it was measured, in seconds since the Unix epoch (0 in files written before it
+    /// was kept: such a measurement counts as expired).
+    #[serde(default)]
+    pub measured_unix: u64,
+}
+
+/// How long a measured bandwidth is trusted, in seconds (7 days): an older one is measured
+/// again, so a measurement taken while the machine was loaded does not skew every later
+/// bound and roofline fraction.
+pub const BANDWIDTH_MAX_AGE_SECONDS: u64 = 7 * 24 * 3600;
+
+impl BandwidthEntry {
+    /// Whether the measurement is still trusted at `now_unix` (not older than
+    /// [`BANDWIDTH_MAX_AGE_SECONDS`], not from the future, not of unknown age).
+    pub fn is_fresh(&self, now_unix: u64) -> bool {
+        self.measured_unix != 0
+            && self.measured_unix <= now_unix
+            && now_unix - self.measured_unix <= BANDWIDTH_MAX_AGE_SECONDS
+    }
 }
 
 /// One tuned record of the file.
@@ -234,6 +266,7 @@ mod tests {
             threads: 2,
             space_checksum: "00".into(),
             library_version: LIBRARY_VERSION.into(),
+            build: BUILD_ID.into(),
         };
         let entry = TunedEntry {
             point: vec![1],

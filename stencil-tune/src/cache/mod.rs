@@ -11,13 +11,19 @@
 //!
 //! Robustness: a file that cannot be parsed is renamed aside (`tuning.json.corrupt-<time>-<pid>-<serial>`)
 //! with a `tracing` warning and the cache starts empty; a file of another [`SCHEMA_VERSION`] is
-//! ignored with a warning and replaced on the next write; entries of another library version do
-//! not match keys of this one. Reading never fails: a missing or unreadable file is an empty
+//! ignored with a warning and replaced on the next write; entries of another library version or
+//! another build ([`BUILD_ID`]: target features, code revision, compiler) do not match keys of
+//! this one, and measured bandwidths expire after [`BANDWIDTH_MAX_AGE_SECONDS`]. Reading never fails: a missing or unreadable file is an empty
 //! cache. Writing returns a [`CacheError`].
 
 mod key;
+#[cfg(test)]
+mod revision;
 
-pub use key::{BandwidthEntry, CacheKey, LIBRARY_VERSION, SCHEMA_VERSION, TunedEntry};
+pub use key::{
+    BANDWIDTH_MAX_AGE_SECONDS, BUILD_ID, BandwidthEntry, CacheKey, LIBRARY_VERSION, SCHEMA_VERSION,
+    TunedEntry,
+};
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -143,12 +149,15 @@ impl TuningCache {
         self.update(|doc| doc.put(key, entry))
     }
 
-    /// The measured bandwidth (bytes per second) of `device` with `threads` threads, if stored.
+    /// The measured bandwidth (bytes per second) of `device` with `threads` threads, if stored
+    /// and still fresh ([`BandwidthEntry::is_fresh`]: measured within
+    /// [`BANDWIDTH_MAX_AGE_SECONDS`]).
     pub fn bandwidth(&self, device: &str, threads: usize) -> Option<f64> {
+        let now = unix_now();
         self.load()
             .bandwidth
             .into_iter()
-            .find(|b| b.device == device && b.threads == threads)
+            .find(|b| b.device == device && b.threads == threads && b.is_fresh(now))
             .map(|b| b.bytes_per_second)
     }
 
@@ -177,12 +186,14 @@ impl TuningCache {
                 } else {
                     0.0
                 },
+                measured_unix: unix_now(),
             })
         })
     }
 
     /// The cached bandwidth of `device` with `threads` threads, or `measure()` stored for next
-    /// time (the machine's bandwidth is measured once per machine). A failure to store is
+    /// time (the machine's bandwidth is measured once per machine and again when the
+    /// measurement has expired, see [`bandwidth`](Self::bandwidth)). A failure to store is
     /// logged, not returned: the measured value is still good.
     pub fn bandwidth_or_measure(
         &self,
@@ -323,6 +334,13 @@ impl TuningCache {
         file.lock().map_err(|e| CacheError::io(&lock_path, e))?;
         Ok(file)
     }
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The default cache path (see the module documentation).

@@ -23,6 +23,7 @@ fn key(n: usize) -> CacheKey {
         threads: 2,
         space_checksum: format!("{:016x}", space.checksum()),
         library_version: LIBRARY_VERSION.into(),
+        build: BUILD_ID.into(),
     }
 }
 
@@ -107,6 +108,15 @@ fn every_key_field_matters() {
         },
         CacheKey {
             library_version: "0.0.0-old".into(),
+            ..key(0)
+        },
+        // Another instruction set, or another revision of the code generators.
+        CacheKey {
+            build: BUILD_ID.replace("code ", "code 0"),
+            ..key(0)
+        },
+        CacheKey {
+            build: String::new(),
             ..key(0)
         },
     ];
@@ -248,6 +258,113 @@ fn bandwidth_entries_are_their_own_kind() {
         9.9e10
     });
     assert_eq!((first, second, measured), (3.0e10, 3.0e10, 1));
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bandwidth_older_than_its_age_limit_or_of_unknown_age_is_measured_again() {
+    let dir = temp_dir("bandwidth-age");
+    let path = dir.join("tuning.json");
+    let now = unix_now();
+    let stored = |measured_unix: u64| {
+        let doc = Document {
+            bandwidth: vec![BandwidthEntry {
+                device: "cpu d x2".into(),
+                threads: 2,
+                bytes_per_second: 1.0e9,
+                measured_unix,
+            }],
+            ..Document::empty()
+        };
+        fs::write(&path, serde_json::to_string(&doc).expect("json")).expect("write");
+    };
+    let cache = TuningCache::at(&path);
+    for (age, fresh) in [
+        (0, true),
+        (BANDWIDTH_MAX_AGE_SECONDS - 60, true),
+        (BANDWIDTH_MAX_AGE_SECONDS + 60, false),
+    ] {
+        stored(now - age);
+        assert_eq!(
+            cache.bandwidth("cpu d x2", 2).is_some(),
+            fresh,
+            "age {age} s"
+        );
+    }
+    // A file written before measurements were dated: the entry has no time.
+    let undated = r#"{"schema":SCHEMA,"tuned":[],"bandwidth":[{"device":"cpu d x2","threads":2,"bytes_per_second":1e9}]}"#
+        .replace("SCHEMA", &SCHEMA_VERSION.to_string());
+    fs::write(&path, undated).expect("write");
+    assert_eq!(cache.bandwidth("cpu d x2", 2), None);
+    // An expired measurement is taken again and stored, dated now.
+    stored(now - 2 * BANDWIDTH_MAX_AGE_SECONDS);
+    let mut measured = 0;
+    let bw = cache.bandwidth_or_measure("cpu d x2", 2, || {
+        measured += 1;
+        4.0e10
+    });
+    assert_eq!((bw, measured), (4.0e10, 1));
+    assert_eq!(cache.bandwidth("cpu d x2", 2), Some(4.0e10));
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn keys_carry_the_builds_instruction_set_and_code_revision() {
+    let space = SearchSpace::new().with_ints("tile", [4, 8]);
+    let kernel = {
+        use stencil_core::ir::KernelBuilder;
+        let mut b = KernelBuilder::new("copy", 1, stencil_core::ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let r = b.read(u, &[0]);
+        b.store(out, r);
+        b.finish().expect("kernel")
+    };
+    let k = CacheKey::new(&kernel, &[64], "cpu", "d", 1, &space);
+    assert_eq!(k.build, BUILD_ID);
+    assert!(BUILD_ID.starts_with(std::env::consts::ARCH), "{BUILD_ID}");
+    if cfg!(target_feature = "avx2") {
+        assert!(BUILD_ID.contains("avx2"), "{BUILD_ID}");
+    } else {
+        assert!(!BUILD_ID.contains("avx2"), "{BUILD_ID}");
+    }
+    let hash = BUILD_ID.rsplit("code ").next().expect("a code hash");
+    assert!(
+        hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()),
+        "{BUILD_ID}"
+    );
+}
+
+#[test]
+fn the_code_revision_changes_with_any_source_byte_and_not_with_the_checkout_location() {
+    let dir = temp_dir("revision");
+    let write = |root: &Path, text: &str| {
+        fs::create_dir_all(root.join("sub")).expect("dirs");
+        fs::write(root.join("a.rs"), "fn a() {}").expect("write");
+        fs::write(root.join("sub/b.rs"), text).expect("write");
+        fs::write(root.join("notes.txt"), text).expect("write");
+    };
+    let (one, two) = (dir.join("one"), dir.join("two"));
+    write(&one, "fn b() { 1 }");
+    write(&two, "fn b() { 1 }");
+    let hash = |root: &Path| revision::source_hash(&[root.to_path_buf()], "rustc 1");
+    assert_eq!(hash(&one), hash(&two), "same sources elsewhere");
+    fs::write(two.join("notes.txt"), "other").expect("write");
+    assert_eq!(hash(&one), hash(&two), "only .rs files count");
+    fs::write(two.join("sub/b.rs"), "fn b() { 2 }").expect("write");
+    assert_ne!(hash(&one), hash(&two), "one byte of a source");
+    assert_ne!(
+        hash(&one),
+        revision::source_hash(std::slice::from_ref(&one), "rustc 2"),
+        "another compiler"
+    );
+    fs::rename(one.join("sub/b.rs"), one.join("sub/c.rs")).expect("rename");
+    write(&two, "fn b() { 1 }");
+    assert_ne!(hash(&one), hash(&two), "a renamed file");
+    assert_eq!(
+        revision::vector_features("sse2,avx512f,fma,avx2,cmpxchg16b"),
+        "avx2,avx512f,fma"
+    );
     let _ = fs::remove_dir_all(&dir);
 }
 
