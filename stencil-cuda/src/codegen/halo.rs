@@ -376,7 +376,8 @@ mod tests {
         let garbage: Vec<f64> = grid.as_slice().to_vec();
         grid.update_halo();
         let expected = grid.as_slice().to_vec();
-        let plan = HaloPlan::new(grid.shape(), grid.halo(), grid.boundaries()).unwrap();
+        // The plan of the grid's own layout, padded rows included.
+        let plan = HaloPlan::from_geometry(*grid.geometry(), grid.boundaries()).unwrap();
         assert!(!plan.copy_dst.is_empty());
         let module = EmuModule::parse(&generate_gather(ElemType::F64, 80).to_string()).unwrap();
         let mut memory = Memory::new();
@@ -420,6 +421,29 @@ mod tests {
             [
                 [Boundary::Periodic, Boundary::Dirichlet(3.5)],
                 [Boundary::Reflect, Boundary::ZeroGradient],
+            ],
+        );
+    }
+
+    #[test]
+    fn gather_reproduces_the_host_halo_fill_of_padded_grids() {
+        // Rows padded by one and by three cache lines: the halo elements of a padded layout
+        // are not where the unpadded layout has them.
+        let g = Grid::<f64, 3>::with_padding([3, 4, 6], 1, 1).unwrap();
+        check(
+            g,
+            [
+                [Boundary::Dirichlet(-1.25), Boundary::Periodic],
+                [Boundary::Reflect, Boundary::Periodic],
+                [Boundary::ZeroGradient, Boundary::Reflect],
+            ],
+        );
+        let g = Grid::<f64, 2>::with_padding([5, 7], 2, 3).unwrap();
+        check(
+            g,
+            [
+                [Boundary::Periodic, Boundary::Dirichlet(3.5)],
+                [Boundary::Periodic, Boundary::ZeroGradient],
             ],
         );
     }
