@@ -79,10 +79,6 @@ const TIME_LOOP_CONFIRM: HarnessConfig = HarnessConfig {
     abandon_ratio: 0.0,
 };
 
-/// Steps each trial of a time loop runs: a multiple of every temporal blocking depth the
-/// CPU space offers (1, 2, 4, 8), so every candidate runs whole blocks of steps.
-pub const TIME_LOOP_TRIAL_STEPS: usize = 8;
-
 /// Calls of fewer steps are not tuned under `quick` (the tuning would cost more than the
 /// steps): they run the backend's default schedule.
 pub const MIN_TUNED_STEPS: usize = 8;
@@ -310,6 +306,7 @@ pub(crate) fn choose_steps<T: Element>(
         ));
     }
     let class = stencil_core::steps::steps_class(steps);
+    let trial_steps = stencil_core::steps::trial_steps(steps);
     let trial_shape = backend.steps_trial_shape(kernel, shape);
     let target = Target {
         backend: format!("{} (time loop, steps class {class})", backend.name()),
@@ -318,7 +315,7 @@ pub(crate) fn choose_steps<T: Element>(
         space: &|| backend.steps_tuning_space(kernel, shape, steps),
         bandwidth: &|| backend.measure_bandwidth(),
         time_loop: Some(TimeLoopTrials {
-            steps: TIME_LOOP_TRIAL_STEPS,
+            steps: trial_steps,
             scale: shape.iter().product::<usize>() as f64
                 / trial_shape.iter().product::<usize>().max(1) as f64,
         }),
@@ -331,7 +328,7 @@ pub(crate) fn choose_steps<T: Element>(
         padding,
     };
     let mut report = choose_for(&call, &target, settings, &mut |schedule| {
-        trial(schedule, TIME_LOOP_TRIAL_STEPS)
+        trial(schedule, trial_steps)
     })?;
     report.time_loop = true;
     Ok(report)

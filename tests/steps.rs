@@ -37,6 +37,28 @@ stencil! {
             * (u[i-2, j, k] + u[i, j-1, k] + u[i, j, k+1] + u[i-1, j+1, k-1]);
     }
 
+    /// A wave equation in 3-D: three time levels, reaches of 2 along the two outer
+    /// dimensions.
+    #[rotate(u_next -> u -> u_prev)]
+    fn wave3(u_prev: &Grid3<f64>, u: &Grid3<f64>, u_next: &mut Grid3<f64>, c: f64) {
+        u_next[i, j, k] = 2.0 * u[i, j, k] - u_prev[i, j, k]
+            + c * (u[i-2, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+2, k]
+                + u[i, j, k-1] + u[i, j, k+1] - 6.0 * u[i, j, k]);
+    }
+
+    /// Two species in 3-D, a coefficient grid and an output outside the rotation.
+    #[rotate(un -> u, vn -> v)]
+    fn reaction3(u: &Grid3<f64>, v: &Grid3<f64>, k: &Grid3<f64>, un: &mut Grid3<f64>,
+                 vn: &mut Grid3<f64>, energy: &mut Grid3<f64>, d: f64, f: f64) {
+        let uvv = u[i, j, l] * v[i, j, l] * v[i, j, l];
+        un[i, j, l] = u[i, j, l] + d * (u[i-1, j, l] + u[i+1, j, l] + u[i, j-1, l]
+            + u[i, j+1, l] + u[i, j, l-1] + u[i, j, l+1] - 6.0 * u[i, j, l]) - uvv
+            + f * (1.0 - u[i, j, l]);
+        vn[i, j, l] = v[i, j, l] + 0.5 * d * (v[i, j-1, l] + v[i, j+1, l] - 2.0 * v[i, j, l])
+            + uvv - k[i, j, l] * v[i, j, l];
+        energy[i, j, l] = u[i, j, l] * u[i, j, l] + v[i, j, l] * v[i, j, l];
+    }
+
     /// No reads along the outer dimension at all.
     fn flat(u: &Grid3<f64>, out: &mut Grid3<f64>) {
         out[i, j, k] = 0.5 * u[i, j, k] + 0.25 * (u[i, j, k-1] + u[i, j+1, k]);
@@ -59,6 +81,17 @@ impl Random {
     }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
+    }
+    /// A random condition: any, or with `constant` one whose halo values never depend on
+    /// the interior (a value or user-managed).
+    fn boundary_of(&mut self, constant: bool) -> Boundary<f64> {
+        if constant {
+            return match self.below(2) {
+                0 => Boundary::Dirichlet(self.value()),
+                _ => Boundary::UserManaged,
+            };
+        }
+        self.boundary()
     }
     fn boundary(&mut self) -> Boundary<f64> {
         match self.below(5) {
@@ -88,9 +121,21 @@ fn grids<const D: usize>(
     random: &mut Random,
     mixed: bool,
 ) -> Vec<Grid<f64, D>> {
+    grids_with(case, shape, halo, random, mixed, false)
+}
+
+/// As [`grids`], with only value and user-managed faces when `constant`.
+fn grids_with<const D: usize>(
+    case: &Case<'_>,
+    shape: [usize; D],
+    halo: usize,
+    random: &mut Random,
+    mixed: bool,
+    constant: bool,
+) -> Vec<Grid<f64, D>> {
     let kernel = case.stencil.kernel();
     let faces: [[Boundary<f64>; 2]; D] =
-        std::array::from_fn(|_| [random.boundary(), random.boundary()]);
+        std::array::from_fn(|_| [random.boundary_of(constant), random.boundary_of(constant)]);
     kernel
         .fields
         .iter()
@@ -102,7 +147,7 @@ fn grids<const D: usize>(
             for (d, pair) in faces.iter().enumerate() {
                 for (side, &b) in [Side::Low, Side::High].into_iter().zip(pair) {
                     let b = if mixed && random.below(3) == 0 {
-                        random.boundary()
+                        random.boundary_of(constant)
                     } else {
                         b
                     };
@@ -191,17 +236,55 @@ fn schedules(random: &mut Random) -> Vec<Option<CpuSchedule>> {
     out
 }
 
+/// Schedules for time loops whose faces are all values or user-managed (in 3-D the steps
+/// then also skew along dimension 1, in tiles of `time_slab` planes by `tile[1]` rows):
+/// depths, slabs and rows per tile from one to more than the grid, register blocks, prefetch
+/// and the generic path.
+fn tile_schedules(random: &mut Random) -> Vec<Option<CpuSchedule>> {
+    let mut out = vec![None];
+    for depth in [2, 3, 4, 5, 8] {
+        let mut tile = [0; 4];
+        tile[1] = [0, 1, 2, 3, 5, 16, 100][random.below(7)];
+        out.push(Some(CpuSchedule {
+            tile,
+            time_depth: depth,
+            time_slab: [0, 1, 2, 3, 7, 16, 100][random.below(7)],
+            register_rows: [1, 2, 4][random.below(3)],
+            prefetch: [0, 2][random.below(2)],
+            force_generic: random.below(4) == 0,
+            ..CpuSchedule::default()
+        }));
+    }
+    out
+}
+
 /// Runs the case on random grids of each shape, every schedule, 1 to 3 threads, against the
 /// hand-written loop.
 fn check<const D: usize>(case: &Case<'_>, shapes: &[[usize; D]], halo: usize, seed: u64) {
+    check_with(case, shapes, halo, seed, false);
+}
+
+/// As [`check`]; with `constant`, on grids whose faces are all values or user-managed, under
+/// [`tile_schedules`].
+fn check_with<const D: usize>(
+    case: &Case<'_>,
+    shapes: &[[usize; D]],
+    halo: usize,
+    seed: u64,
+    constant: bool,
+) {
     let mut random = Random(seed);
     let backends: Vec<CpuBackend> = (1..=3).map(|t| CpuBackend::new(t).unwrap()).collect();
     for &shape in shapes {
-        for schedule in schedules(&mut random) {
+        let schedules = match constant {
+            true => tile_schedules(&mut random),
+            false => schedules(&mut random),
+        };
+        for schedule in schedules {
             let backend = &backends[random.below(3)];
             let steps = [1, 2, 5, 9, 13][random.below(5)];
             let mixed = random.below(2) == 0;
-            let initial = grids(case, shape, halo, &mut random, mixed);
+            let initial = grids_with(case, shape, halo, &mut random, mixed, constant);
             let mut want = copies(&initial);
             // Outputs whose halo was written by hand (no longer what their faces prescribe):
             // the first step that writes them must fill their constant faces too.
@@ -319,6 +402,61 @@ fn lopsided_and_flat_reaches_along_the_outer_dimension() {
         params: &[],
     };
     check(&flat, &[[5, 4, 7], [36, 30, 33]], 1, 10);
+}
+
+#[test]
+fn tiles_skewed_along_two_dimensions_match_for_value_and_user_managed_faces() {
+    // Shapes whose shares of dimension 1 are wide enough for tiles at some depths and thread
+    // counts and not at others (the large ones run on several workers), shapes thinner than
+    // a tile, and odd extents.
+    let heat = Case {
+        stencil: kernels::jacobi7::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.4), ("c1", 0.1)],
+    };
+    check_with(
+        &heat,
+        &[[9, 70, 60], [20, 40, 45], [3, 25, 4], [1, 30, 2]],
+        1,
+        21,
+        true,
+    );
+    let star = Case {
+        stencil: kernels::star4::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[
+            ("c0", 0.2),
+            ("c1", 0.1),
+            ("c2", 0.05),
+            ("c3", 0.02),
+            ("c4", 0.01),
+        ],
+    };
+    check_with(&star, &[[12, 90, 32], [7, 50, 9]], 4, 22, true);
+    let j27 = Case {
+        stencil: kernels::jacobi27::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.3), ("c1", 0.05), ("c2", 0.02), ("c3", 0.01)],
+    };
+    check_with(&j27, &[[10, 64, 55]], 1, 23, true);
+    let wave = Case {
+        stencil: wave3::stencil(),
+        chains: &[&["u_next", "u", "u_prev"]],
+        params: &[("c", 0.1)],
+    };
+    check_with(&wave, &[[11, 80, 40], [6, 33, 5]], 2, 24, true);
+    let reaction = Case {
+        stencil: reaction3::stencil(),
+        chains: &[&["un", "u"], &["vn", "v"]],
+        params: &[("d", 0.1), ("f", 0.03)],
+    };
+    check_with(&reaction, &[[8, 60, 25], [4, 31, 3]], 1, 25, true);
+    let lopsided = Case {
+        stencil: lopsided::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("a", 0.3)],
+    };
+    check_with(&lopsided, &[[10, 50, 70]], 2, 26, true);
 }
 
 #[test]

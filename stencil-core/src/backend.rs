@@ -254,6 +254,8 @@ pub trait Backend<T: Element>: Send + Sync {
     /// The candidates the tuner may choose from for a time loop of `kernel` on an interior of
     /// `shape` running about `steps` steps per call, or `None` (the default) when time loops on
     /// this backend are not tuned (they then run [`default_schedule`](Self::default_schedule)).
+    /// Each trial runs [`trial_steps`](crate::steps::trial_steps)`(steps)` steps, which a
+    /// candidate's temporal blocking should divide.
     fn steps_tuning_space(
         &self,
         kernel: &Kernel,

@@ -177,6 +177,13 @@ pub fn steps_class(steps: usize) -> usize {
     }
 }
 
+/// Steps each tuning trial of a time loop of `steps` steps runs: 16 for 64 steps or more,
+/// else 8. A backend offers temporal blocking depths that divide it, so every candidate runs
+/// whole blocks; a short loop keeps its trials (and its tuning) cheap.
+pub fn trial_steps(steps: usize) -> usize {
+    if steps >= 64 { 16 } else { 8 }
+}
+
 /// A grid a time loop writes: its storage and its boundary conditions (one pair per
 /// dimension, as [`fill_halo`] takes them).
 #[derive(Debug)]

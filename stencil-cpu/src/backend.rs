@@ -205,7 +205,7 @@ impl<T: Element> Backend<T> for CpuBackend {
 
     /// The default schedule with blocking depths 1 to 4 and slabs of 1 to 3 planes (depths
     /// that step counts do not divide, slabs thinner than the lag), one with a single
-    /// thread, and the generic path blocked.
+    /// thread, the generic path blocked, and in 3-D small tiles.
     fn sample_steps_schedules(&self, _kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
         let default = self.default_cpu_schedule(shape);
         let mut out = Vec::new();
@@ -227,6 +227,17 @@ impl<T: Element> Backend<T> for CpuBackend {
             force_generic: true,
             ..default
         });
+        if shape.len() >= 3 {
+            // Tiles of 3 planes by 2 rows (with faces that are values or user-managed).
+            let mut tile = default.tile;
+            tile[1] = 2;
+            out.push(CpuSchedule {
+                tile,
+                time_depth: 4,
+                time_slab: 3,
+                ..default
+            });
+        }
         out.into_iter().map(Schedule::Cpu).collect()
     }
 
@@ -234,13 +245,14 @@ impl<T: Element> Backend<T> for CpuBackend {
         &self,
         kernel: &Kernel,
         shape: &[usize],
-        _steps: usize,
+        steps: usize,
     ) -> Option<TuningSpace> {
         Some(crate::steps::steps_tuning_space(
             crate::Machine::detect(),
             kernel,
             shape,
             self.threads(),
+            steps,
         ))
     }
 

@@ -46,5 +46,5 @@ pub use schedules::{
 };
 pub use space::ScheduleSpace;
 pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS};
-pub use steps::{DEFAULT_TIME_DEPTH, TIME_DEPTHS};
+pub use steps::{DEFAULT_TILE, DEFAULT_TIME_DEPTH, TIME_DEPTHS};
 pub use streaming::{LINE_BYTES, StreamWidth, stream_line};

@@ -49,7 +49,9 @@ pub enum CpuStores {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct CpuSchedule {
     /// Core-block extents per dimension (clamped to the interior; 0 means "whole extent"). The
-    /// last entry of the kernel's dimensions is the row-length limit.
+    /// last entry of the kernel's dimensions is the row-length limit. In a time loop of 3
+    /// dimensions or more, `tile[1]` is instead the rows of dimension 1 per temporal-blocking
+    /// tile (or per block of rows a worker walks), 0 meaning the backend's choice.
     pub tile: [usize; MAX_DIMS],
     /// Threads to use; 0 means every thread of the backend's pool.
     pub threads: usize,
@@ -80,8 +82,8 @@ pub struct CpuSchedule {
     /// the backend's choice). Single sweeps ignore it.
     pub time_depth: usize,
     /// Time loops only: the thickness, in points of the outermost dimension, of the slabs
-    /// that temporal blocking advances `time_depth` steps at a time (0: the backend's
-    /// choice). Single sweeps ignore it.
+    /// (or tiles) that temporal blocking advances `time_depth` steps at a time (0: the
+    /// backend's choice). Single sweeps ignore it.
     pub time_slab: usize,
 }
 

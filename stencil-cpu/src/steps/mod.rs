@@ -18,6 +18,11 @@
 //! exactly the values a whole fill gives), and they meet again. The arithmetic of every point
 //! is the sweep's, so the result is bit-identical to steps run one after another.
 //!
+//! In 3-D and more, when every face of every rotating grid is a value or user-managed, the
+//! steps also skew along dimension 1 (tiles of `slab` planes by `block` rows, each carried
+//! through every step of the block while in the second-level cache, in a trapezoid per
+//! worker and triangles between them: see `wavefront`); the workers then meet twice per slab.
+//!
 //! Temporal blocking needs the faces of dimension 0 of every rotating grid not to be
 //! periodic (a periodic face copies planes from the far end of the same step, which the
 //! wavefront reaches last); a time loop that has one runs its steps one after another, as
@@ -35,12 +40,18 @@ use stencil_core::{CpuSchedule, CpuStores, Element, Kernel, Result, Schedule, St
 use crate::machine::Machine;
 use crate::pool::CpuBackend;
 
-/// Temporal blocking depths the tuning space offers (the trials of a time loop run a multiple
-/// of each).
-pub const TIME_DEPTHS: [usize; 4] = [1, 2, 4, 8];
+/// Temporal blocking depths the tuning space offers: those that divide the steps of a trial
+/// ([`trial_steps`](stencil_core::steps::trial_steps): all for loops of 64 steps or more, up
+/// to 8 below), so every candidate runs whole blocks.
+pub const TIME_DEPTHS: [usize; 5] = [1, 2, 4, 8, 16];
 
-/// Depth of the default schedule for a time loop whose grids exceed the last-level cache.
-pub const DEFAULT_TIME_DEPTH: usize = 4;
+/// Depth of the default schedule for a time loop whose grids exceed half the last-level
+/// cache.
+pub const DEFAULT_TIME_DEPTH: usize = 8;
+
+/// Planes of dimension 0 and rows of dimension 1 of the default tile of a time loop blocked
+/// in tiles (3-D and more, every face of every rotating grid a value or user-managed).
+pub const DEFAULT_TILE: usize = 16;
 
 /// How a time loop is blocked, resolved against the job and the machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,8 +62,16 @@ pub(crate) struct TimeBlocking {
     pub(crate) slab: usize,
     /// Planes each step of a block lags the one before (the kernel's reach along dimension 0).
     pub(crate) lag: usize,
-    /// Rows of dimension 1 per block of a worker's share of a slab (3-D and more).
+    /// Rows of dimension 1 per block of a worker's share of a slab (3-D and more); with
+    /// `tiles`, rows of dimension 1 per tile.
     pub(crate) block: usize,
+    /// Whether the steps also skew along dimension 1 (tiles of `slab` planes by `block` rows
+    /// carried through every step of a block while in the second-level cache, see
+    /// `wavefront`), rather than each step passing over a whole slab.
+    pub(crate) tiles: bool,
+    /// Rows each step lags the one before along dimension 1 with `tiles` (the kernel's reach
+    /// along dimension 1).
+    pub(crate) lag_y: usize,
 }
 
 impl CpuBackend {
@@ -82,10 +101,14 @@ impl CpuBackend {
 
 /// The blocking of `job` under `schedule` on `machine` with `workers` threads: the schedule's
 /// depth and slab, or for 0 the defaults (depth [`DEFAULT_TIME_DEPTH`] when the grids the
-/// loop touches exceed half the last-level cache, else 1; the thickest slab whose planes of
-/// every grid, over the slab plus the `depth * lag` planes the steps lag and the reach on
-/// either side, fit in half the last-level cache); depth 1 when a rotating grid has a
-/// periodic face in dimension 0, or for a 1-D kernel whose loop is retimed.
+/// loop touches exceed half the last-level cache, else 1; with tiles a slab of
+/// [`DEFAULT_TILE`] planes, else the thickest slab whose planes of every grid, over the slab
+/// plus the `depth * lag` planes the steps lag and the reach on either side, fit in half the
+/// last-level cache); depth 1 when a rotating grid has a periodic face in dimension 0, or for
+/// a 1-D kernel whose loop is retimed. Tiles (of `tile[1]` rows, 0: [`DEFAULT_TILE`]) when
+/// the kernel has 3 dimensions or more, the depth is above 1, every face of every rotating
+/// grid is a value or user-managed, and every worker's share of dimension 1 is wider than
+/// three times `(depth - 1)` times the kernel's reach along it.
 pub(crate) fn time_blocking<T: Element>(
     machine: &Machine,
     job: &StepsJob<'_, T>,
@@ -118,11 +141,36 @@ pub(crate) fn time_blocking<T: Element>(
         (_, 0) => default_block(machine, kernel, shape),
         (_, b) => b,
     };
+    let lag_y = match shape.len() {
+        n if n >= 3 => radius(kernel).in_dim(1) as usize,
+        _ => 0,
+    };
+    // Tiles need halos that hold their values whatever the interior does (a condition that
+    // copies from the interior would need the points of the same step that a tile computes
+    // later), and 3-D or more (cutting dimension 1 of a 2-D grid would cut its rows).
+    let tiles = shape.len() >= 3
+        && depth > 1
+        && shape[1] / workers.max(1) > 3 * (depth - 1) * lag_y
+        && !job
+            .chains()
+            .iter()
+            .flatten()
+            .any(|g| g.faces.iter().flatten().any(|f| f.depends_on_interior()));
+    let slab = match (tiles, schedule.time_slab) {
+        (true, 0) => DEFAULT_TILE,
+        _ => slab,
+    };
+    let block = match (tiles, block) {
+        (true, _) if schedule.tile.get(1).copied().unwrap_or(0) == 0 => DEFAULT_TILE,
+        (_, b) => b,
+    };
     TimeBlocking {
         depth,
         slab: slab.clamp(1, shape[0].max(1)),
         lag,
         block: block.clamp(1, shape.get(1).copied().unwrap_or(1).max(1)),
+        tiles,
+        lag_y,
     }
 }
 
@@ -174,10 +222,12 @@ fn job_has_periodic_dim0<T: Element>(job: &StepsJob<'_, T>) -> bool {
 
 /// The time-loop tuning space of `kernel` on `shape` for `workers` threads of `machine`
 /// (see [`CpuBackend`]'s [`steps_tuning_space`](stencil_core::Backend::steps_tuning_space)):
-/// `time_depth` over [`TIME_DEPTHS`], `time_slab` over the default slab of each depth and
-/// its halves and doubles (planes of dimension 0), `block_y` (3-D and more: rows of dimension
-/// 1 per block of a worker's share, as `tile[1]`: 0 for the default block, half and twice it,
-/// the whole extent), `register_rows` (1 and the jammed counts) and `prefetch` (0 or 2 rows);
+/// `time_depth` over the [`TIME_DEPTHS`] that divide the trials' step count, `time_slab` (planes of dimension 0: in 3-D and more 0
+/// for the default of the blocking the job gets, half and twice [`DEFAULT_TILE`]; below, the
+/// default slab of each depth, its half and its double), `block_y` (3-D and more: rows of
+/// dimension 1 per tile or per block of a worker's share, as `tile[1]`: 0 for the default,
+/// half and twice [`DEFAULT_TILE`]), `register_rows` (1 and the jammed counts) and
+/// `prefetch` (0 or 2 rows);
 /// the other tiles and the stores are the default schedule's (blocked steps store plainly
 /// whatever the stores: a step's output is read again by the next step while in cache).
 pub(crate) fn steps_tuning_space(
@@ -185,13 +235,25 @@ pub(crate) fn steps_tuning_space(
     kernel: &Kernel,
     shape: &[usize],
     workers: usize,
+    steps: usize,
 ) -> TuningSpace {
     let lag = radius(kernel).in_dim(0) as usize;
+    let trial = stencil_core::steps::trial_steps(steps);
+    let depths: Vec<usize> = TIME_DEPTHS
+        .into_iter()
+        .filter(|&d| trial.is_multiple_of(d))
+        .collect();
     let plane =
         shape[1..].iter().product::<usize>() * kernel.fields.len() * kernel.elem().size_bytes();
     let budget = machine.llc_bytes / 2;
-    let mut slabs: Vec<usize> = Vec::new();
-    for &depth in &TIME_DEPTHS {
+    let three_d = shape.len() >= 3;
+    // In 3-D and more: 0 (the default slab of the blocking the job gets), half and twice the
+    // default tile; below, the default slab of each depth, its half and its double.
+    let mut slabs: Vec<usize> = match three_d {
+        true => vec![0, DEFAULT_TILE / 2, DEFAULT_TILE * 2],
+        false => Vec::new(),
+    };
+    for &depth in TIME_DEPTHS.iter().filter(|_| !three_d) {
         let base = default_slab(shape[0], plane, depth, lag, budget, workers);
         for s in [base / 2, base, base * 2] {
             let s = s.clamp(1, shape[0]);
@@ -210,38 +272,31 @@ pub(crate) fn steps_tuning_space(
             vec![1]
         };
     let prefetch = [0usize, 2];
-    // Rows of dimension 1 per block of a worker's share (3-D and more): 0 (the default
-    // block), half and twice it, and the whole extent.
-    let blocks: Vec<usize> = if shape.len() >= 3 {
-        let base = default_block(machine, kernel, shape);
-        let mut b = vec![0];
-        for v in [base / 2, base * 2, shape[1]] {
-            let v = v.clamp(1, shape[1]);
-            if v != base && !b.contains(&v) {
-                b.push(v);
-            }
-        }
-        b
+    // Rows of dimension 1 per tile, or per block of a worker's share (3-D and more): 0 (the
+    // default of the blocking the job gets), half and twice the default tile.
+    let blocks: Vec<usize> = if three_d {
+        vec![0, DEFAULT_TILE / 2, DEFAULT_TILE * 2]
     } else {
         vec![0]
     };
     let space = SearchSpace::new()
-        .with_ints("time_depth", TIME_DEPTHS.iter().map(|&d| d as i64))
+        .with_ints("time_depth", depths.iter().map(|&d| d as i64))
         .with_ints("time_slab", slabs.iter().map(|&s| s as i64))
         .with_ints("block_y", blocks.iter().map(|&b| b as i64))
         .with_ints("register_rows", register_rows.iter().map(|&r| r as i64))
         .with_ints("prefetch", prefetch.iter().map(|&p| p as i64));
     let default = crate::schedules::default_schedule(shape, workers);
-    let (depths, slabs_of, rows_of) = (TIME_DEPTHS, slabs.clone(), register_rows.clone());
+    let (depths_of, slabs_of, rows_of) = (depths.clone(), slabs.clone(), register_rows.clone());
     let schedule_of = move |point: &[usize]| {
         let mut tile = default.tile;
-        if tile.len() > 1 && *blocks.get(point[2])? > 0 {
-            tile[1] = blocks[point[2]];
+        let block = *blocks.get(point[2])?;
+        if three_d {
+            tile[1] = block;
         }
         Some(Schedule::Cpu(CpuSchedule {
             tile,
             stores: CpuStores::Auto,
-            time_depth: *depths.get(point[0])?,
+            time_depth: *depths_of.get(point[0])?,
             time_slab: *slabs_of.get(point[1])?,
             register_rows: *rows_of.get(point[3])?,
             prefetch: *prefetch.get(point[4])?,
@@ -261,8 +316,11 @@ pub(crate) fn steps_tuning_space(
     let rows =
         crate::schedules::register_rows(0, row_len, kernel.elem().size_bytes(), machine.l1_bytes);
     tuning.default_point = Some(vec![
-        TIME_DEPTHS.iter().position(|&d| d == depth).unwrap_or(0),
-        slabs.iter().position(|&s| s == slab).unwrap_or(0),
+        depths.iter().position(|&d| d == depth).unwrap_or(0),
+        match three_d {
+            true => 0,
+            false => slabs.iter().position(|&s| s == slab).unwrap_or(0),
+        },
         0,
         register_rows.iter().position(|&r| r == rows).unwrap_or(0),
         1,

@@ -1,5 +1,5 @@
 //! The wavefront executor: `depth` steps per pass over slabs of dimension 0, in place in the
-//! rotation's own grids.
+//! rotation's own grids; with tiles, skewed along dimension 1 as well.
 //!
 //! # Order
 //!
@@ -31,6 +31,38 @@
 //! the grids it reads are written by nobody; during a halo fill only worker 0 touches
 //! anything. Grids are held as raw pointers and each phase makes the slices it needs from
 //! them, so no reference outlives the phase it is valid in.
+//!
+//! # Tiles
+//!
+//! Passing a whole slab per step, each step re-reads the slab the step before wrote from the
+//! last-level cache. With tiles (3-D and more, every face of every rotating grid a value or
+//! user-managed, so no halo depends on points a step has not computed yet), the steps also
+//! skew along dimension 1 and a tile of `slab` planes by `block` rows is carried through
+//! every step of the block while its planes are in the second-level cache:
+//!
+//! - Dimension 1 is cut into one share per worker. In phase 1 of a slab, worker `w` walks
+//!   tiles `t = 0, 1, ..` of its share `[lo, hi)`; step `k` of tile `t` computes the slab's
+//!   planes for step `k` (as above) by rows `[lo + t block, lo + (t + 1) block)` shifted back
+//!   by `(k - 1) lag_y` (`lag_y`: the kernel's reach along dimension 1) and clipped to the
+//!   trapezoid `[lo + (k - 1) lag_y, hi - (k - 1) lag_y)` (a side at the grid's edge does not
+//!   shrink). Step `k` reads step `k - 1` within `lag_y` rows of its own, which the trapezoid
+//!   of step `k - 1` holds and earlier tiles (or this one) have computed; the workers never
+//!   read each other's rows of this slab in phase 1.
+//! - All meet at a barrier; in phase 2 the worker below each edge between shares computes
+//!   the triangle the two trapezoids leave, rows `[edge - (k - 1) lag_y, edge + (k - 1)
+//!   lag_y)` for step `k`, reading rows both phase 1s computed; all meet again. The edges sit
+//!   half a triangle below an even cut, so every worker computes about as many points.
+//! - The overwrites are safe for the same reason as the slabs': step `k` overwrites step
+//!   `k - L` at rows and planes that every step still reading step `k - L` (steps `k - L + 1
+//!   .. k - 1`, whose extents reach `lag` and `lag_y` further, in every direction a later
+//!   tile, slab or triangle lies) has passed.
+//! - No halo is filled during the loop: every grid a step writes gets its halo (values and
+//!   nothing else) once before the first step, which is what each fill after a step would
+//!   write again.
+//!
+//! The workers meet twice per slab instead of twice per step and slab. A share must be wider
+//! than three times `(depth - 1) lag_y` rows for the trapezoids to keep rows; otherwise, and
+//! for faces that copy from the interior, the slabs run as above.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -185,6 +217,19 @@ pub(super) fn run<T: Element>(
     let done = job.done();
     {
         let (chains, lone) = job.grids_mut();
+        if blocking.tiles {
+            // Tiles fill no halo as they go: every face is a value or user-managed, so the
+            // halo of every grid a step writes is filled once, before the first step.
+            for chain in chains.iter_mut() {
+                let len = chain.len();
+                for k in 0..steps.min(len) {
+                    let grid = &mut chain[(len - (done + k) % len) % len];
+                    let faces = grid.fill_faces();
+                    fill_halo(&mut grid.view, &faces);
+                    grid.constant_faces_filled = true;
+                }
+            }
+        }
         for grid in chains.iter().flatten().chain(lone.iter()) {
             stencil_core::view::check_layout::<T>(
                 "time loop grid",
@@ -241,6 +286,10 @@ impl<T: Element> Context<'_, T> {
     /// What worker `w` runs (see the module documentation).
     fn worker(&self, w: usize) {
         let _poison = PoisonOnPanic(&self.barrier);
+        if self.blocking.tiles {
+            self.worker_tiles(w);
+            return;
+        }
         let TimeBlocking {
             depth, slab, lag, ..
         } = self.blocking;
@@ -272,13 +321,90 @@ impl<T: Element> Context<'_, T> {
                         continue;
                     }
                     let before = done + k - 1;
-                    self.compute(w, before, start, end);
+                    self.compute_share(w, before, start, end);
                     self.barrier.wait();
                     if w == 0 {
                         self.fill_halos(before, start..end, &mut halo_done[k - 1]);
                     }
                     self.barrier.wait();
                 }
+            }
+            done += block;
+            left -= block;
+        }
+    }
+
+    /// What worker `w` runs with tiles (see the module documentation).
+    fn worker_tiles(&self, w: usize) {
+        let TimeBlocking {
+            depth,
+            slab,
+            lag,
+            block: rows,
+            lag_y,
+            ..
+        } = self.blocking;
+        let (n, ny, workers) = (self.shape[0], self.shape[1], self.workers);
+        // A share's sides towards other shares shrink by `lag_y` rows per step.
+        let shrink_lo = if w > 0 { lag_y } else { 0 };
+        let shrink_hi = if w + 1 < workers { lag_y } else { 0 };
+        let mut done = self.done;
+        let mut left = self.steps;
+        while left > 0 {
+            let block = left.min(depth);
+            // Where worker `v`'s share of dimension 1 starts: the worker below each edge
+            // also computes the triangle above its share, so the edges move down by half a
+            // triangle's worth of rows per step, which evens out the workers' points.
+            let edge = |v: usize| match v {
+                0 => 0,
+                v if v == workers => ny,
+                v => v * ny / workers - (block - 1) * lag_y / 2,
+            };
+            let (lo, hi) = (edge(w), edge(w + 1));
+            let slabs = (n + (block - 1) * lag).div_ceil(slab);
+            let tiles = (hi - lo + (block - 1) * lag_y).div_ceil(rows);
+            for s in 0..slabs {
+                let z0 = s * slab;
+                let planes = |k: usize| {
+                    let shift = (k - 1) * lag;
+                    let start = z0.saturating_sub(shift).min(n);
+                    (start, (z0 + slab).saturating_sub(shift).min(n).max(start))
+                };
+                // Phase 1: the trapezoid of the share, tile by tile, every step of a tile
+                // before the next tile.
+                for t in 0..tiles {
+                    for k in 1..=block {
+                        let (start, end) = planes(k);
+                        let shift = (k - 1) * lag_y;
+                        let y0 = (lo + t * rows)
+                            .saturating_sub(shift)
+                            .max(lo + (k - 1) * shrink_lo);
+                        let y1 = (lo + (t + 1) * rows)
+                            .saturating_sub(shift)
+                            .min(hi - (k - 1) * shrink_hi);
+                        if start < end && y0 < y1 {
+                            self.compute(done + k - 1, [start, end], [y0, y1], false);
+                        }
+                    }
+                }
+                self.barrier.wait();
+                // Phase 2: the triangles between shares, each by the worker below it.
+                if w + 1 < workers && lag_y > 0 {
+                    let mid = hi;
+                    for k in 2..=block {
+                        let (start, end) = planes(k);
+                        let shift = (k - 1) * lag_y;
+                        if start < end {
+                            self.compute(
+                                done + k - 1,
+                                [start, end],
+                                [mid - shift, mid + shift],
+                                false,
+                            );
+                        }
+                    }
+                }
+                self.barrier.wait();
             }
             done += block;
             left -= block;
@@ -293,25 +419,46 @@ impl<T: Element> Context<'_, T> {
     }
 
     /// Worker `w`'s share of planes `start..end` of the step after `before` steps.
-    fn compute(&self, w: usize, before: usize, start: usize, end: usize) {
+    fn compute_share(&self, w: usize, before: usize, start: usize, end: usize) {
+        let n_dims = self.shape.len();
+        // Rows stay whole within the sweep's tiles along the unit-stride dimension, so every
+        // row is cut into the segments a sweep under the same schedule cuts it into (a loop
+        // that reassociates along a row gives the same bits only on the same segments).
+        if n_dims >= 3 {
+            let extent = self.shape[1];
+            let rows = [w * extent / self.workers, (w + 1) * extent / self.workers];
+            if rows[0] < rows[1] {
+                self.compute(before, [start, end], rows, true);
+            }
+        } else {
+            let extent = end - start;
+            let planes = [
+                start + w * extent / self.workers,
+                start + (w + 1) * extent / self.workers,
+            ];
+            if planes[0] < planes[1] {
+                self.compute(
+                    before,
+                    planes,
+                    [0, self.shape.get(1).copied().unwrap_or(1)],
+                    true,
+                );
+            }
+        }
+    }
+
+    /// Planes `planes` by rows `rows` of dimension 1 (3-D and more; ignored below) of the
+    /// step after `before` steps, in blocks of `self.block` rows when `blocks`.
+    fn compute(&self, before: usize, planes: [usize; 2], rows: [usize; 2], blocks: bool) {
         let n_dims = self.shape.len();
         let mut tile = Tile {
             start: [0; MAX_DIMS],
             end: [1; MAX_DIMS],
         };
         tile.end[..n_dims].copy_from_slice(&self.shape);
-        tile.start[0] = start;
-        tile.end[0] = end;
-        // Rows stay whole within the sweep's tiles along the unit-stride dimension, so every
-        // row is cut into the segments a sweep under the same schedule cuts it into (a loop
-        // that reassociates along a row gives the same bits only on the same segments).
-        let split = if n_dims >= 3 { 1 } else { 0 };
-        let (from, to) = (tile.start[split], tile.end[split]);
-        let extent = to - from;
-        tile.start[split] = from + w * extent / self.workers;
-        tile.end[split] = from + (w + 1) * extent / self.workers;
-        if tile.start[split] >= tile.end[split] {
-            return;
+        [tile.start[0], tile.end[0]] = planes;
+        if n_dims >= 3 {
+            [tile.start[1], tile.end[1]] = rows;
         }
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
@@ -336,7 +483,8 @@ impl<T: Element> Context<'_, T> {
             }
         }
         let last = n_dims - 1;
-        let (segment, block) = (self.segment, self.block);
+        let segment = self.segment;
+        let block = if blocks { self.block } else { usize::MAX };
         // The worker's share in row segments and, in 3-D and more, blocks of `block` rows of
         // dimension 1, each walked plane by plane: the planes a block's rows read stay in the
         // second-level cache from one plane to the next.
@@ -354,9 +502,9 @@ impl<T: Element> Context<'_, T> {
                     let mut y = tile.start[1];
                     while y < tile.end[1] {
                         piece.start[1] = y;
-                        piece.end[1] = (y + block).min(tile.end[1]);
+                        piece.end[1] = y.saturating_add(block).min(tile.end[1]);
                         run(&piece);
-                        y += block;
+                        y = piece.end[1];
                     }
                 } else {
                     run(&piece);
