@@ -56,7 +56,9 @@
 //! more), since the best blocking depends on it. Trials run on copies of the grids' leading
 //! planes of the outer dimension (as many as the backend's
 //! [`steps_trial_shape`](Backend::steps_trial_shape) asks for), so tuning never changes the
-//! simulation and costs a fraction of its steps, about a second on 256^3 grids. Interiors under [`MIN_TUNED_POINTS`](crate::tuning::MIN_TUNED_POINTS)
+//! simulation and costs a fraction of its steps: one to two and a half seconds on 256^3 grids
+//! (trials of [`trial_steps`](stencil_core::steps::trial_steps) steps: 16 for calls of 64
+//! steps or more, else 8). Interiors under [`MIN_TUNED_POINTS`](crate::tuning::MIN_TUNED_POINTS)
 //! points and calls of fewer than 8 steps are not tuned under `quick`.
 
 use std::ops::ControlFlow;
