@@ -1,5 +1,6 @@
 //! `verify` can fail: wrong implementations planted behind the backend interface are reported
-//! (a wrong value, an unwritten point, a write outside the interior, a modified input).
+//! (a wrong value, one unit in the last place where the backend promises the interpreter's
+//! bits, an unwritten point, a write outside the interior, a modified input).
 
 use stencil::prelude::*;
 use stencil::{
@@ -37,6 +38,12 @@ enum Defect {
     SkipsAPoint,
     /// Writes into the output's halo.
     WritesTheHalo,
+    /// Moves one interior value of the output by one unit in the last place (far inside the
+    /// tolerance), while saying, as the CPU backend does, that it computes the interpreter's
+    /// bits.
+    OneUlpOff,
+    /// The same, without saying so.
+    OneUlpOffUnclaimed,
 }
 
 /// The real CPU backend with one defect planted.
@@ -58,8 +65,21 @@ impl Backend<f64> for Planted {
     fn sample_schedules(&self, kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
         Backend::<f64>::sample_schedules(CpuBackend::global(), kernel, shape)
     }
+    fn matches_interpreter_bits(&self, kernel: &Kernel, schedule: &Schedule) -> bool {
+        match self.0 {
+            Defect::OneUlpOffUnclaimed => false,
+            _ => Backend::<f64>::matches_interpreter_bits(CpuBackend::global(), kernel, schedule),
+        }
+    }
     fn run(&self, job: &mut Job<'_, f64>, schedule: &Schedule) -> stencil::Result<()> {
         match self.0 {
+            Defect::OneUlpOff | Defect::OneUlpOffUnclaimed => {
+                CpuBackend::global().run(job, schedule)?;
+                let last = last_interior(&job.outputs()[0]);
+                let v = &mut job.outputs_mut()[0].data[last];
+                *v = f64::from_bits(v.to_bits() ^ 1);
+                Ok(())
+            }
             Defect::OffByOne => {
                 let (inputs, outputs, params) = job.parts_mut();
                 let wrong = off_by_one::stencil();
@@ -126,6 +146,16 @@ fn a_write_outside_the_interior_is_reported() {
     let e = planted_failure(Defect::WritesTheHalo);
     assert_eq!(e.kind(), ErrorKind::VerificationFailed, "{e}");
     assert!(e.to_string().contains("outside the interior"), "{e}");
+}
+
+#[test]
+fn one_unit_in_the_last_place_is_reported_where_the_backend_promises_the_interpreters_bits() {
+    let e = planted_failure(Defect::OneUlpOff);
+    assert_eq!(e.kind(), ErrorKind::VerificationFailed, "{e}");
+    assert!(e.to_string().contains("exactly"), "{e}");
+    // Within the tolerance, which is all a backend that reassociates is held to.
+    let backend = Planted(Defect::OneUlpOffUnclaimed);
+    verify_with(laplacian::stencil(), &[&backend], &VerifyConfig::default()).unwrap();
 }
 
 #[test]

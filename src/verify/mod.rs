@@ -5,7 +5,9 @@
 //! wrong halo point is caught), random parameters, outputs poisoned first with a NaN of a
 //! distinctive bit pattern (so an unwritten point is caught even when the kernel computes NaN
 //! legitimately), then three checks: every interior point of every output matches the
-//! interpreter within a tolerance scaled to the element type and the output's magnitude; no
+//! interpreter (bit for bit where the backend computes the interpreter's bits,
+//! [`Backend::matches_interpreter_bits`], else within a tolerance scaled to the element type
+//! and the output's magnitude); no
 //! halo or padding element of an output was written; no input element changed. Shapes include
 //! size-1 dimensions, primes, and shapes smaller than the schedules' tiles; every other shape
 //! gives each grid of the call a different row padding ([`Grid::with_padding`]), so a backend
@@ -35,7 +37,10 @@ pub struct VerifyConfig {
     /// for the kernel's dimension count.
     pub shapes: Option<Vec<Vec<usize>>>,
     /// Relative tolerance in units of the element type's epsilon, scaled by
-    /// `max(1, max |reference|)` of each output.
+    /// `max(1, max |reference|)` of each output, for backends and schedules that do not
+    /// compute the interpreter's bits. Where a backend says it does
+    /// ([`Backend::matches_interpreter_bits`]: the CPU backend except the retimed loop),
+    /// every value must be the interpreter's bits (a NaN any NaN) and this is not used.
     pub tolerance_eps: f64,
 }
 
@@ -289,6 +294,7 @@ fn verify_dims<T: Element, const D: usize>(
                 } else {
                     None
                 };
+                let exact = backend.matches_interpreter_bits(kernel, &schedule);
                 let case = Case {
                     kernel: &kernel.name,
                     backend: backend.name(),
@@ -299,7 +305,8 @@ fn verify_dims<T: Element, const D: usize>(
                 for (o, (got, want)) in outputs.iter().zip(&expected).enumerate() {
                     let name = &kernel.field(kernel.outputs().nth(o).expect("output")).name;
                     let again = confirmed.as_ref().map(|c| &c[o]);
-                    report.points += compare(&case, name, (got, again), want, scales[o], config)?;
+                    report.points +=
+                        compare(&case, name, (got, again), want, (scales[o], exact), config)?;
                 }
                 for (i, (g, copy)) in inputs.iter().zip(&input_copies).enumerate() {
                     if g.as_slice().iter().zip(copy).any(|(&v, &b)| bits(v) != b) {
@@ -318,6 +325,16 @@ fn verify_dims<T: Element, const D: usize>(
         ));
     }
     Ok(report)
+}
+
+/// Whether a backend's value `got` agrees with the oracle's `want`: the same bits (any NaN
+/// for a NaN) when `exact`, else also any value within `tol`.
+fn agrees<T: Element>(got: T, want: T, exact: bool, tol: f64) -> bool {
+    let (g, w) = (got.to_f64(), want.to_f64());
+    if bits(got) == bits(want) || (g.is_nan() && w.is_nan()) {
+        return true;
+    }
+    !exact && (g - w).abs() <= tol
 }
 
 struct Case<'a> {
@@ -344,13 +361,14 @@ impl Case<'_> {
 /// Compares one output with the oracle; returns the number of interior points compared.
 /// `got` is the output of the run with [`poison`], `again` the same output of the confirming
 /// run with [`second_poison`] when there was one: a point (or storage element) is unwritten
-/// when it holds the poison of each run.
+/// when it holds the poison of each run. Values must be the same bits when `exact`, else
+/// within the tolerance at `scale`.
 fn compare<T: Element, const D: usize>(
     case: &Case<'_>,
     name: &str,
     (got, again): (&Grid<T, D>, Option<&Grid<T, D>>),
     want: &Grid<T, D>,
-    scale: f64,
+    (scale, exact): (f64, bool),
     config: &VerifyConfig,
 ) -> Result<usize> {
     let poison_bits = bits(poison::<T>());
@@ -366,11 +384,14 @@ fn compare<T: Element, const D: usize>(
         if unwritten(geom.index(&point.map(|c| c as isize)), g) {
             return Err(case.fail(format!("output `{name}` at {point:?} was not written")));
         }
-        let (g, w) = (g.to_f64(), w.to_f64());
-        let same = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= tol;
-        if !same {
+        if !agrees(g, w, exact, tol) {
+            let (g, w) = (g.to_f64(), w.to_f64());
+            let allowed = match exact {
+                true => "exactly: the backend keeps the interpreter's arithmetic".to_string(),
+                false => format!("tolerance {tol:e}"),
+            };
             return Err(case.fail(format!(
-                "output `{name}` at {point:?}: expected {w:e}, found {g:e} (tolerance {tol:e})"
+                "output `{name}` at {point:?}: expected {w:e}, found {g:e} ({allowed})"
             )));
         }
         n += 1;

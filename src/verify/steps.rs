@@ -7,7 +7,8 @@
 //! step counts (1, 2, 3, 5: counts that blocking depths do not divide). The oracle runs
 //! [`interp::run`] step after step, fills each written grid's halo from its boundary
 //! conditions and rotates the grids as the time loop documents. Every grid, interior and halo,
-//! must match it within [`VerifyConfig::tolerance_eps`], and no poison may remain.
+//! must match it (bit for bit where the backend computes the interpreter's bits, else within
+//! [`VerifyConfig::tolerance_eps`]), and no poison may remain.
 
 use std::ops::ControlFlow;
 
@@ -115,7 +116,8 @@ fn verify_dims<T: Element, const D: usize>(
                         kernel.name,
                         backend.name()
                     );
-                    report.points += compare(kernel, &got, &want, config, &what)?;
+                    let exact = backend.matches_interpreter_bits(kernel, &schedule);
+                    report.points += compare(kernel, &got, &want, (config, exact), &what)?;
                     report.cases += 1;
                 }
             }
@@ -260,12 +262,13 @@ fn run<T: Element, const D: usize>(
     time_loop.run(steps).map(|_| ())
 }
 
-/// Compares every grid, interior and halo, with the oracle's; the number of values compared.
+/// Compares every grid, interior and halo, with the oracle's (the same bits when `exact`);
+/// the number of values compared.
 fn compare<T: Element, const D: usize>(
     kernel: &stencil_core::Kernel,
     got: &[Grid<T, D>],
     want: &[Grid<T, D>],
-    config: &VerifyConfig,
+    (config, exact): (&VerifyConfig, bool),
     what: &str,
 ) -> Result<usize> {
     let poison_bits = bits(poison::<T>());
@@ -286,13 +289,15 @@ fn compare<T: Element, const D: usize>(
                     format!("{what}: grid `{}` element {k} was not written", field.name),
                 ));
             }
-            let same = bits(a) == bits(b) || (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol;
-            if !same {
+            if !super::agrees(a, b, exact, tol) {
+                let allowed = match exact {
+                    true => "exactly".to_string(),
+                    false => format!("tolerance {tol:e}"),
+                };
                 return Err(Error::new(
                     ErrorKind::VerificationFailed,
                     format!(
-                        "{what}: grid `{}` element {k}: expected {y:e}, found {x:e} (tolerance \
-                         {tol:e})",
+                        "{what}: grid `{}` element {k}: expected {y:e}, found {x:e} ({allowed})",
                         field.name
                     ),
                 ));

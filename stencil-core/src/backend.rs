@@ -215,6 +215,17 @@ pub trait Backend<T: Element>: Send + Sync {
     /// specialised paths.
     fn sample_schedules(&self, kernel: &Kernel, shape: &[usize]) -> Vec<Schedule>;
 
+    /// Whether this backend computes every point of `kernel` under `schedule` (single sweeps
+    /// and time loops) with the reference interpreter's operations in the interpreter's order
+    /// and element type, so that every result is the interpreter's bits. `verify` and
+    /// `verify_steps` then compare exactly instead of within a tolerance. The default is
+    /// `false`: a backend that reassociates, contracts into fused multiply-adds or uses its
+    /// own math functions must not claim it.
+    fn matches_interpreter_bits(&self, kernel: &Kernel, schedule: &Schedule) -> bool {
+        let _ = (kernel, schedule);
+        false
+    }
+
     /// Runs `job` under `schedule`: writes every interior point of every output, nothing else.
     ///
     /// # Errors

@@ -145,6 +145,16 @@ impl<T: Element> Backend<T> for CpuBackend {
         Schedule::Cpu(self.default_cpu_schedule(shape))
     }
 
+    /// `true` except for the retimed loop (kernels whose stores are sums of partial sums that
+    /// repeat along the row, like the 27-point stencil: it adds in another order) on the
+    /// specialised path: the generated and generic loops evaluate the IR's operations in
+    /// order, through the same [`Element`] math functions as the interpreter, and the compiler
+    /// contracts nothing into fused multiply-adds.
+    fn matches_interpreter_bits(&self, kernel: &Kernel, schedule: &Schedule) -> bool {
+        let generic = matches!(schedule, Schedule::Cpu(s) if s.force_generic);
+        generic || stencil_core::passes::linear::retimed_stores(kernel).is_none()
+    }
+
     fn sample_schedules(&self, _kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
         self.sample_cpu_schedules(shape)
             .into_iter()
