@@ -1,6 +1,7 @@
 //! `verify` can fail: wrong implementations planted behind the backend interface are reported
 //! (a wrong value, one unit in the last place where the backend promises the interpreter's
-//! bits, an unwritten point, a write outside the interior, a modified input).
+//! bits, a small term dropped where it does not, an unwritten point, a write outside the
+//! interior, a modified input).
 
 use stencil::prelude::*;
 use stencil::{
@@ -21,6 +22,16 @@ stencil! {
 
     fn logarithm64(u: &Grid1<f64>, l: &mut Grid1<f64>) {
         l[i] = ln(u[i]);
+    }
+
+    /// Values near 10 and a small term: the whole-output tolerance (4096 f32 epsilons of 10,
+    /// about 4.9e-3) would not notice the term (at most 2e-3) missing.
+    fn small_term(u: &Grid2<f32>, v: &Grid2<f32>, out: &mut Grid2<f32>) {
+        out[i, j] = 10.0 * u[i, j] + 2.0e-3 * v[i, j];
+    }
+
+    fn without_small_term(u: &Grid2<f32>, v: &Grid2<f32>, out: &mut Grid2<f32>) {
+        out[i, j] = 10.0 * u[i, j] + 0.0 * v[i, j];
     }
 
     fn off_by_one(u: &Grid3<f64>, out: &mut Grid3<f64>, a: f64, b: f64) {
@@ -156,6 +167,51 @@ fn one_unit_in_the_last_place_is_reported_where_the_backend_promises_the_interpr
     // Within the tolerance, which is all a backend that reassociates is held to.
     let backend = Planted(Defect::OneUlpOffUnclaimed);
     verify_with(laplacian::stencil(), &[&backend], &VerifyConfig::default()).unwrap();
+}
+
+/// The CPU backend in f32, running a kernel without the small term of `small_term`, and (as a
+/// backend that reassociates would) not promising the interpreter's bits.
+struct DropsASmallTerm;
+
+impl Backend<f32> for DropsASmallTerm {
+    fn name(&self) -> String {
+        "drops-a-small-term".into()
+    }
+    fn default_schedule(&self, k: &Kernel, s: &[usize]) -> Schedule {
+        Backend::<f32>::default_schedule(CpuBackend::global(), k, s)
+    }
+    fn sample_schedules(&self, k: &Kernel, s: &[usize]) -> Vec<Schedule> {
+        vec![Backend::<f32>::default_schedule(self, k, s)]
+    }
+    fn run(&self, job: &mut Job<'_, f32>, schedule: &Schedule) -> stencil::Result<()> {
+        let (inputs, outputs, params) = job.parts_mut();
+        let outputs = outputs
+            .iter_mut()
+            .map(|o| FieldViewMut {
+                geom: o.geom,
+                data: &mut *o.data,
+            })
+            .collect();
+        let mut inner = Job::new(
+            without_small_term::stencil(),
+            inputs.to_vec(),
+            outputs,
+            params.to_vec(),
+        )?;
+        CpuBackend::global().run(&mut inner, schedule)
+    }
+}
+
+#[test]
+fn a_dropped_small_term_is_reported_by_the_per_point_bound() {
+    let e = verify_with(
+        small_term::stencil(),
+        &[&DropsASmallTerm],
+        &VerifyConfig::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::VerificationFailed, "{e}");
+    assert!(e.to_string().contains("per-point bound"), "{e}");
 }
 
 #[test]

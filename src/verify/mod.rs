@@ -6,8 +6,9 @@
 //! distinctive bit pattern (so an unwritten point is caught even when the kernel computes NaN
 //! legitimately), then three checks: every interior point of every output matches the
 //! interpreter (bit for bit where the backend computes the interpreter's bits,
-//! [`Backend::matches_interpreter_bits`], else within a tolerance scaled to the element type
-//! and the output's magnitude); no
+//! [`Backend::matches_interpreter_bits`]; else within a per-point bound for kernels of sums and
+//! products, or a tolerance scaled to the element type and the output's largest magnitude:
+//! see [`VerifyConfig::tolerance_eps`]); no
 //! halo or padding element of an output was written; no input element changed. Shapes include
 //! size-1 dimensions, primes, and shapes smaller than the schedules' tiles; every other shape
 //! gives each grid of the call a different row padding ([`Grid::with_padding`]), so a backend
@@ -24,6 +25,7 @@ use stencil_core::{
 use stencil_cpu::CpuBackend;
 use stencil_cuda::EmulatedGpu;
 
+mod magnitude;
 mod steps;
 
 pub use steps::{verify_steps, verify_steps_with};
@@ -37,10 +39,18 @@ pub struct VerifyConfig {
     /// for the kernel's dimension count.
     pub shapes: Option<Vec<Vec<usize>>>,
     /// Relative tolerance in units of the element type's epsilon, scaled by
-    /// `max(1, max |reference|)` of each output, for backends and schedules that do not
-    /// compute the interpreter's bits. Where a backend says it does
+    /// `max(1, max |reference|)` of each output. Used only where neither stricter check
+    /// applies: where a backend computes the interpreter's bits
     /// ([`Backend::matches_interpreter_bits`]: the CPU backend except the retimed loop),
-    /// every value must be the interpreter's bits (a NaN any NaN) and this is not used.
+    /// every value must be those bits (a NaN any NaN); elsewhere, for kernels made only of
+    /// `+`, `-`, `*`, negation and `abs` over reads, parameters and constants, each point must
+    /// be within `(4 + 2 n) * epsilon * (m + smallest normal)` of the interpreter's value,
+    /// where `n` counts the kernel's operations and `m` is the point's magnitude (the kernel
+    /// evaluated in `f64` with every constant, parameter and input value replaced by its
+    /// absolute value and every subtraction by an addition), which bounds every order of
+    /// evaluation, factoring and fused multiply-add of a correct backend. Kernels with other
+    /// operations (division, functions, `min`, `max`, `pow`, `select`) on such backends
+    /// (the GPU code) are held to this tolerance.
     pub tolerance_eps: f64,
 }
 
@@ -251,6 +261,8 @@ fn verify_dims<T: Element, const D: usize>(
                 expected.iter_mut().map(|g| g.view_mut()).collect();
             interp::run(kernel, &views, &mut outs, &params);
         }
+        // Per-point bounds for backends that reassociate (kernels of sums and products).
+        let magnitudes = magnitude::magnitudes(kernel, &inputs, &params, (shape, halo))?;
         let scales: Vec<f64> = expected
             .iter()
             .map(|g| {
@@ -305,8 +317,12 @@ fn verify_dims<T: Element, const D: usize>(
                 for (o, (got, want)) in outputs.iter().zip(&expected).enumerate() {
                     let name = &kernel.field(kernel.outputs().nth(o).expect("output")).name;
                     let again = confirmed.as_ref().map(|c| &c[o]);
-                    report.points +=
-                        compare(&case, name, (got, again), want, (scales[o], exact), config)?;
+                    let allowed = match (exact, &magnitudes) {
+                        (true, _) => Allowed::Exact,
+                        (false, Some((m, factor))) => Allowed::PerPoint(&m[o], *factor),
+                        (false, None) => Allowed::Scaled(scales[o]),
+                    };
+                    report.points += compare(&case, name, (got, again), want, allowed, config)?;
                 }
                 for (i, (g, copy)) in inputs.iter().zip(&input_copies).enumerate() {
                     if g.as_slice().iter().zip(copy).any(|(&v, &b)| bits(v) != b) {
@@ -358,17 +374,27 @@ impl Case<'_> {
     }
 }
 
+/// How far a backend's value may be from the oracle's.
+enum Allowed<'a, const D: usize> {
+    /// Not at all: the same bits (any NaN for a NaN).
+    Exact,
+    /// Per point: [`magnitude::bound`] of the point's magnitude in this grid, with this
+    /// factor.
+    PerPoint(&'a Grid<f64, D>, f64),
+    /// [`VerifyConfig::tolerance_eps`] epsilons times this scale, at every point.
+    Scaled(f64),
+}
+
 /// Compares one output with the oracle; returns the number of interior points compared.
 /// `got` is the output of the run with [`poison`], `again` the same output of the confirming
 /// run with [`second_poison`] when there was one: a point (or storage element) is unwritten
-/// when it holds the poison of each run. Values must be the same bits when `exact`, else
-/// within the tolerance at `scale`.
+/// when it holds the poison of each run. Values must agree as `allowed` says.
 fn compare<T: Element, const D: usize>(
     case: &Case<'_>,
     name: &str,
     (got, again): (&Grid<T, D>, Option<&Grid<T, D>>),
     want: &Grid<T, D>,
-    (scale, exact): (f64, bool),
+    allowed: Allowed<'_, D>,
     config: &VerifyConfig,
 ) -> Result<usize> {
     let poison_bits = bits(poison::<T>());
@@ -376,7 +402,6 @@ fn compare<T: Element, const D: usize>(
     let unwritten = |index: usize, v: T| {
         bits(v) == poison_bits && again.is_none_or(|a| bits(a.as_slice()[index]) == second_bits)
     };
-    let tol = config.tolerance_eps * T::EPSILON.to_f64() * scale;
     let mut n = 0;
     let geom = *got.geometry();
     for (point, w) in want.interior_iter() {
@@ -384,14 +409,23 @@ fn compare<T: Element, const D: usize>(
         if unwritten(geom.index(&point.map(|c| c as isize)), g) {
             return Err(case.fail(format!("output `{name}` at {point:?} was not written")));
         }
+        let (exact, tol) = match allowed {
+            Allowed::Exact => (true, 0.0),
+            Allowed::PerPoint(m, factor) => (false, magnitude::bound::<T>(m[point], factor)),
+            Allowed::Scaled(scale) => (false, config.tolerance_eps * T::EPSILON.to_f64() * scale),
+        };
         if !agrees(g, w, exact, tol) {
-            let (g, w) = (g.to_f64(), w.to_f64());
-            let allowed = match exact {
-                true => "exactly: the backend keeps the interpreter's arithmetic".to_string(),
-                false => format!("tolerance {tol:e}"),
+            let how = match allowed {
+                Allowed::Exact => "exactly: the backend keeps the interpreter's arithmetic".into(),
+                Allowed::PerPoint(m, factor) => format!(
+                    "per-point bound {tol:e}: {factor} epsilons of the point's magnitude {:e}",
+                    m[point]
+                ),
+                Allowed::Scaled(_) => format!("tolerance {tol:e}"),
             };
+            let (g, w) = (g.to_f64(), w.to_f64());
             return Err(case.fail(format!(
-                "output `{name}` at {point:?}: expected {w:e}, found {g:e} ({allowed})"
+                "output `{name}` at {point:?}: expected {w:e}, found {g:e} ({how})"
             )));
         }
         n += 1;
