@@ -219,6 +219,48 @@ fn assert_same<const D: usize>(got: &[Grid<f64, D>], want: &[Grid<f64, D>], what
     }
 }
 
+/// The 7-point heat kernel as a ping-pong.
+fn heat_case() -> Case<'static> {
+    Case {
+        stencil: kernels::jacobi7::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.4), ("c1", 0.1)],
+    }
+}
+
+/// The radius-4 star as a ping-pong.
+fn star_case() -> Case<'static> {
+    Case {
+        stencil: kernels::star4::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[
+            ("c0", 0.2),
+            ("c1", 0.1),
+            ("c2", 0.05),
+            ("c3", 0.02),
+            ("c4", 0.01),
+        ],
+    }
+}
+
+/// The 27-point stencil (a retimed loop) as a ping-pong.
+fn j27_case() -> Case<'static> {
+    Case {
+        stencil: kernels::jacobi27::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.3), ("c1", 0.05), ("c2", 0.02), ("c3", 0.01)],
+    }
+}
+
+/// `lopsided` as a ping-pong.
+fn lopsided_case() -> Case<'static> {
+    Case {
+        stencil: lopsided::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("a", 0.3)],
+    }
+}
+
 /// Schedules covering blocking depths, slabs, register blocks, prefetch and the generic path.
 fn schedules(random: &mut Random) -> Vec<Option<CpuSchedule>> {
     let mut out = vec![None];
@@ -316,11 +358,7 @@ fn check_with<const D: usize>(
 
 #[test]
 fn heat_in_3d_matches_the_hand_written_loop() {
-    let case = Case {
-        stencil: kernels::jacobi7::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[("c0", 0.4), ("c1", 0.1)],
-    };
+    let case = heat_case();
     check(
         &case,
         &[[7, 5, 9], [1, 3, 4], [2, 1, 1], [36, 30, 33]],
@@ -332,23 +370,9 @@ fn heat_in_3d_matches_the_hand_written_loop() {
 
 #[test]
 fn a_radius_4_star_and_the_27_point_stencil_match() {
-    let star = Case {
-        stencil: kernels::star4::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[
-            ("c0", 0.2),
-            ("c1", 0.1),
-            ("c2", 0.05),
-            ("c3", 0.02),
-            ("c4", 0.01),
-        ],
-    };
+    let star = star_case();
     check(&star, &[[9, 6, 11], [3, 2, 5], [40, 30, 31]], 4, 3);
-    let j27 = Case {
-        stencil: kernels::jacobi27::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[("c0", 0.3), ("c1", 0.05), ("c2", 0.02), ("c3", 0.01)],
-    };
+    let j27 = j27_case();
     check(&j27, &[[8, 7, 21], [36, 30, 33]], 1, 4);
 }
 
@@ -390,11 +414,7 @@ fn several_chains_coefficients_and_outputs_outside_the_rotation() {
 
 #[test]
 fn lopsided_and_flat_reaches_along_the_outer_dimension() {
-    let lopsided = Case {
-        stencil: lopsided::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[("a", 0.3)],
-    };
+    let lopsided = lopsided_case();
     check(&lopsided, &[[9, 5, 6], [36, 30, 33]], 2, 9);
     let flat = Case {
         stencil: flat::stencil(),
@@ -409,11 +429,7 @@ fn tiles_skewed_along_two_dimensions_match_for_value_and_user_managed_faces() {
     // Shapes whose shares of dimension 1 are wide enough for tiles at some depths and thread
     // counts and not at others (the large ones run on several workers), shapes thinner than
     // a tile, and odd extents.
-    let heat = Case {
-        stencil: kernels::jacobi7::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[("c0", 0.4), ("c1", 0.1)],
-    };
+    let heat = heat_case();
     check_with(
         &heat,
         &[[9, 70, 60], [20, 40, 45], [3, 25, 4], [1, 30, 2]],
@@ -421,23 +437,9 @@ fn tiles_skewed_along_two_dimensions_match_for_value_and_user_managed_faces() {
         21,
         true,
     );
-    let star = Case {
-        stencil: kernels::star4::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[
-            ("c0", 0.2),
-            ("c1", 0.1),
-            ("c2", 0.05),
-            ("c3", 0.02),
-            ("c4", 0.01),
-        ],
-    };
+    let star = star_case();
     check_with(&star, &[[12, 90, 32], [7, 50, 9]], 4, 22, true);
-    let j27 = Case {
-        stencil: kernels::jacobi27::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[("c0", 0.3), ("c1", 0.05), ("c2", 0.02), ("c3", 0.01)],
-    };
+    let j27 = j27_case();
     check_with(&j27, &[[10, 64, 55]], 1, 23, true);
     let wave = Case {
         stencil: wave3::stencil(),
@@ -451,11 +453,7 @@ fn tiles_skewed_along_two_dimensions_match_for_value_and_user_managed_faces() {
         params: &[("d", 0.1), ("f", 0.03)],
     };
     check_with(&reaction, &[[8, 60, 25], [4, 31, 3]], 1, 25, true);
-    let lopsided = Case {
-        stencil: lopsided::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[("a", 0.3)],
-    };
+    let lopsided = lopsided_case();
     check_with(&lopsided, &[[10, 50, 70]], 2, 26, true);
 }
 
@@ -472,11 +470,7 @@ fn a_kernel_built_at_run_time_steps_through_the_generic_path() {
 
 #[test]
 fn a_callback_sees_the_state_every_interval_and_may_stop_the_loop() {
-    let case = Case {
-        stencil: kernels::jacobi7::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[("c0", 0.4), ("c1", 0.1)],
-    };
+    let case = heat_case();
     let mut random = Random(12);
     let initial = grids(&case, [9, 8, 10], 1, &mut random, false);
     let mut want = copies(&initial);
@@ -784,11 +778,7 @@ fn check_emulated<const D: usize>(
 
 #[test]
 fn gpu_time_loops_in_the_emulator_match_the_hand_written_loop_fused_or_not() {
-    let heat = Case {
-        stencil: kernels::jacobi7::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[("c0", 0.4), ("c1", 0.1)],
-    };
+    let heat = heat_case();
     let plain = stencil::GpuSchedule {
         block: [32, 2, 2],
         ..Default::default()
@@ -955,11 +945,7 @@ fn emulated_kernels_agree_in_every_thread_and_block_order() {
         (Order::Descending, Order::Descending),
         (Order::Shuffled(11), Order::Shuffled(12)),
     ];
-    let case = Case {
-        stencil: kernels::jacobi7::stencil(),
-        chains: &[&["out", "u"]],
-        params: &[("c0", 0.4), ("c1", 0.1)],
-    };
+    let case = heat_case();
     let mut random = Random(40);
     let initial = copies(&grids(&case, [6, 7, 35], 1, &mut random, false));
     let gpu = stencil::EmulatedGpu::new();
