@@ -23,7 +23,9 @@
 //! backend's default schedule; `thorough` and `exhaustive` tune every size.
 //!
 //! The machine's bandwidth, which the roofline model and the bound stop need, is measured by
-//! the backend once per device and thread count and kept in the same cache file.
+//! the backend once per device and thread count and kept in the same cache file; it is
+//! measured again after seven days, and when a tuned sweep beats it by more than
+//! [`BANDWIDTH_FAR_OFF`] (a measurement taken under load).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -533,23 +535,41 @@ fn choose_for(
                 Some(_) => cache.as_ref().and_then(|c| c.bandwidth(&device, threads)),
                 None => bandwidth(target.bandwidth, cache.as_ref(), &device, threads),
             };
-            let roofline = roofline(&space, kernel, &shape, measured);
-            // The bound stop needs a measured bandwidth and a sweep that memory bounds: one
-            // whose traffic is several times the largest cache.
-            let traffic = roofline.bytes_per_point * roofline.n_points;
-            let memory_bound = traffic > (4 * space.largest_cache_bytes) as f64;
-            let bound = measured
-                .filter(|_| memory_bound)
-                .map(|_| roofline.bound_seconds());
-            let tuned = Tuned {
-                space: &space,
-                roofline: &roofline,
-                bound,
-                prune: memory_bound && target.time_loop.is_none(),
-                started,
-                time_loop: target.time_loop,
+            let mut search = |measured: Option<f64>| {
+                let roofline = roofline(&space, kernel, &shape, measured);
+                // The bound stop needs a measured bandwidth and a sweep that memory bounds:
+                // one whose traffic is several times the largest cache.
+                let traffic = roofline.bytes_per_point * roofline.n_points;
+                let memory_bound = traffic > (4 * space.largest_cache_bytes) as f64;
+                let bound = measured
+                    .filter(|_| memory_bound)
+                    .map(|_| roofline.bound_seconds());
+                let tuned = Tuned {
+                    space: &space,
+                    roofline: &roofline,
+                    bound,
+                    prune: memory_bound && target.time_loop.is_none(),
+                    started,
+                    time_loop: target.time_loop,
+                };
+                tuned.search(&kernel.name, target.default, &mut *run, policy)
             };
-            let (report, entry) = tuned.search(&kernel.name, target.default, run, policy);
+            let (mut report, mut entry) = search(measured);
+            if let Some(cache) = &cache
+                && target.time_loop.is_none()
+                && report
+                    .roofline_fraction
+                    .is_some_and(|f| f > BANDWIDTH_FAR_OFF)
+                && let Some(new) = (target.bandwidth)().filter(|b| b.is_finite() && *b > 0.0)
+            {
+                // A sweep this much faster than the bandwidth allows: the measurement was
+                // taken under load, and its bound may have stopped the search early. Measure
+                // again, cache it, and search again against it.
+                if let Err(e) = cache.store_bandwidth(&device, threads, new) {
+                    tracing::warn!(target: "stencil::tuning", error = %e, "could not cache the measured bandwidth");
+                }
+                (report, entry) = search(Some(new));
+            }
             if let (Some(cache), Some(entry)) = (&cache, entry)
                 && let Err(e) = cache.store(cache_key, entry)
             {
@@ -581,6 +601,12 @@ fn cache_hit(space: &TuningSpace, entry: &TunedEntry) -> TuneReport {
         time_loop: false,
     }
 }
+
+/// A tuned single sweep that moves its compulsory bytes this many times faster than the
+/// cached bandwidth allows shows that the bandwidth was measured under load (and its bound
+/// may have stopped the search at once): the bandwidth is measured again and cached, and the
+/// search runs again against it. (A sweep cannot show a bandwidth measured too high.)
+pub const BANDWIDTH_FAR_OFF: f64 = 1.5;
 
 /// Nominal bandwidth for ranking candidates when none was measured (the ranking does not
 /// depend on it unless the kernel is compute-bound).

@@ -1,7 +1,8 @@
 //! First-call tuning through `Launch`: the first call of a kernel on a shape tunes and still
 //! computes the right answer, later calls of the process remember the choice, another process
 //! finds it in the cache and measures nothing, `off` measures nothing, an explicit schedule is
-//! never tuned, and a corrupt cache file or a bad `STENCIL_TUNE` never crashes a run.
+//! never tuned, a corrupt cache file or a bad `STENCIL_TUNE` never crashes a run, and a
+//! bandwidth measured under load is measured again.
 //!
 //! Each test that needs a second process re-runs this test binary with an environment variable
 //! naming the role; the parent checks the child's exit status and output.
@@ -279,4 +280,41 @@ fn a_corrupt_cache_or_a_bad_policy_never_crashes_a_run() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
     assert!(stdout.contains("CHILD-SAW: "), "{stdout}");
+}
+
+#[test]
+fn a_bandwidth_measured_under_load_is_measured_again_when_a_sweep_beats_it() {
+    // A sweep memory-bound here: its traffic (16 bytes per point) at least eight times the
+    // last-level cache.
+    let llc = stencil_cpu::Machine::detect().llc_bytes;
+    let n = ((8 * llc / 16) as f64).cbrt().ceil().max(64.0) as usize;
+    if n > 320 {
+        println!("SKIP: a {n}^3 grid would be needed to exceed this machine's caches");
+        return;
+    }
+    let path = temp_cache("stale-bandwidth");
+    let cache = TuningCache::at(&path);
+    let backend = stencil::CpuBackend::global();
+    let (device, threads) = stencil::Backend::<f64>::tuning_device(backend).expect("a device");
+    // 10 MB/s, as if measured while something else held the memory bus: a sweep beats it.
+    cache.store_bandwidth(&device, threads, 1.0e7).unwrap();
+    let mut u = Grid3::<f64>::new([n, n, n]).unwrap();
+    u.fill_with(|[i, j, k]| ((i + 2 * j + 3 * k) % 7) as f64);
+    let mut out = u.like();
+    let report = heat(&u, &mut out, C0, C1)
+        .on(backend)
+        .tune(TunePolicy::Quick)
+        .tuning_cache(TuningCache::at(&path))
+        .run_with_report()
+        .unwrap();
+    let measured = cache.bandwidth(&device, threads).unwrap();
+    assert!(
+        measured > 1.0e8,
+        "bandwidth still {measured} B/s after {report}"
+    );
+    // The report's fraction is against the new measurement.
+    let fraction = report
+        .roofline_fraction
+        .expect("a memory-bound sweep has a fraction");
+    assert!(fraction < 10.0, "{report}");
 }
