@@ -87,6 +87,17 @@ impl VerifyReport {
             points: 0,
         }
     }
+
+    /// The report, or [`ErrorKind::VerificationFailed`] from `what` when no case ran.
+    fn unless_empty(self, what: &str) -> Result<Self> {
+        if self.cases == 0 {
+            return Err(Error::new(
+                ErrorKind::VerificationFailed,
+                format!("{what} `{}`: no case was run", self.kernel),
+            ));
+        }
+        Ok(self)
+    }
 }
 
 impl fmt::Display for VerifyReport {
@@ -334,13 +345,7 @@ fn verify_dims<T: Element, const D: usize>(
             }
         }
     }
-    if report.cases == 0 {
-        return Err(Error::new(
-            ErrorKind::VerificationFailed,
-            format!("verify `{}`: no case was run", kernel.name),
-        ));
-    }
-    Ok(report)
+    report.unless_empty("verify")
 }
 
 /// Whether a backend's value `got` agrees with the oracle's `want`: the same bits (any NaN

@@ -123,13 +123,7 @@ fn verify_dims<T: Element, const D: usize>(
             }
         }
     }
-    if report.cases == 0 {
-        return Err(Error::new(
-            ErrorKind::VerificationFailed,
-            format!("verify_steps `{}`: no case was run", kernel.name),
-        ));
-    }
-    Ok(report)
+    report.unless_empty("verify_steps")
 }
 
 /// One grid per field: random values everywhere, random faces (the same within a chain;
