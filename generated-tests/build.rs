@@ -1,11 +1,12 @@
 //! Writes `$OUT_DIR/generated_kernels.rs`: random stencils from stencil-core's generator
-//! (GSTuner's Algorithm 1), printed as `stencil!` invocations, plus a table that pairs each
-//! macro-compiled kernel with the generator configuration that produced it.
+//! (GSTuner's Algorithm 1), written as `stencil!` invocations from the generator's own draw (not
+//! from its IR), plus a table that pairs each macro-compiled kernel with the generator
+//! configuration that produced it and the source text the macro compiled.
 
 use std::fmt::Write as _;
 
 use stencil_core::ElemType;
-use stencil_core::random::{RandomStencilConfig, random_stencil, to_macro_source};
+use stencil_core::random::{RandomStencilConfig, random_stencil, random_stencil_source};
 
 /// How many kernels to generate (the spine issue asks for at least 50).
 const COUNT: usize = 60;
@@ -18,16 +19,32 @@ fn main() {
     let mut table_f32 = String::new();
     for index in 0..COUNT {
         let config = config(index);
-        let mut kernel = random_stencil(&config);
-        kernel.name = format!("gen_{index:03}");
-        src.push_str(&to_macro_source(&kernel));
+        let generator_name = random_stencil(&config).name;
+        let name = format!("gen_{index:03}");
+        let text = random_stencil_source(&config).replacen(
+            &format!("pub fn {generator_name}("),
+            &format!("pub fn {name}("),
+            1,
+        );
+        src.push_str(&text);
         src.push('\n');
         let row = format!(
-            "    ({name}::stencil(), {n_dims}, {order}, {seed}),\n",
-            name = kernel.name,
+            "        Generated {{\n            stencil: {name}::stencil(),\n            \
+             config: RandomStencilConfig {{\n                n_dims: {n_dims},\n                \
+             order: {order},\n                elem: ElemType::{elem:?},\n                \
+             seed: {seed},\n                max_inputs: {max_inputs},\n                \
+             density: {density:?},\n                param_probability: {param_probability:?},\n                \
+             nonlinear: {nonlinear},\n                asymmetric: {asymmetric},\n            }},\n            \
+             source: {text:?},\n        }},\n",
             n_dims = config.n_dims,
             order = config.order,
+            elem = config.elem,
             seed = config.seed,
+            max_inputs = config.max_inputs,
+            density = config.density,
+            param_probability = config.param_probability,
+            nonlinear = config.nonlinear,
+            asymmetric = config.asymmetric,
         );
         match config.elem {
             ElemType::F64 => table_f64.push_str(&row),
@@ -36,18 +53,20 @@ fn main() {
     }
     let _ = write!(
         src,
-        "\n/// Every generated f64 kernel with its generator settings (n_dims, order, seed).\n\
-         pub fn generated_f64() -> Vec<(&'static Stencil<f64>, usize, u32, u64)> {{\n    vec![\n{table_f64}    ]\n}}\n\
-         \n/// Every generated f32 kernel with its generator settings (n_dims, order, seed).\n\
-         pub fn generated_f32() -> Vec<(&'static Stencil<f32>, usize, u32, u64)> {{\n    vec![\n{table_f32}    ]\n}}\n"
+        "\n/// Every generated f64 kernel with its generator settings and source.\n\
+         pub fn generated_f64() -> Vec<Generated<f64>> {{\n    vec![\n{table_f64}    ]\n}}\n\
+         \n/// Every generated f32 kernel with its generator settings and source.\n\
+         pub fn generated_f32() -> Vec<Generated<f32>> {{\n    vec![\n{table_f32}    ]\n}}\n"
     );
     std::fs::write(format!("{out_dir}/generated_kernels.rs"), src)
         .expect("write generated kernels");
 }
 
-/// The generator settings of kernel `index`: 2-D and 3-D, orders 1 to 4, three in four f64.
+/// The generator settings of kernel `index`: 2-D and 3-D, orders 1 to 4, three in four f64;
+/// every other kernel gives each point its own coefficient (so a mirrored offset shows), and
+/// every third is nonlinear (products of reads, `let`s and a nonlinear function).
 fn config(index: usize) -> RandomStencilConfig {
-    RandomStencilConfig::new(
+    let mut config = RandomStencilConfig::new(
         2 + index % 2,
         1 + (index / 2 % 4) as u32,
         if index % 4 == 3 {
@@ -56,5 +75,8 @@ fn config(index: usize) -> RandomStencilConfig {
             ElemType::F64
         },
         0x9e37_79b9_7f4a_7c15 ^ (index as u64).wrapping_mul(0x1000_0000_01b3),
-    )
+    );
+    config.asymmetric = index / 8 % 2 == 1;
+    config.nonlinear = index.is_multiple_of(3);
+    config
 }

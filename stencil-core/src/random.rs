@@ -15,12 +15,18 @@
 //! # The kernel
 //! One output `out`; one or more inputs (`u`, `v`, ...), each with its own pattern (the first
 //! input's has the requested order, the others an order no larger). Points in one symmetry orbit
-//! (equal absolute offsets) share a coefficient, a constant (a multiple of 1/512, exact in f32)
-//! or, with probability `param_probability`, a parameter `c0`, `c1`, .... With `nonlinear`, each
-//! input's weighted sum becomes a `let` and the total goes through a random nonlinear function
-//! (`abs`, `max`, `min`, a select, `sqrt(abs(.))`, `tanh`), to exercise more of the IR.
+//! (equal absolute offsets) share a coefficient, or with `asymmetric` every point has its own; a
+//! coefficient is a constant (a multiple of 1/512, exact in f32) or, with probability
+//! `param_probability`, a parameter `c0`, `c1`, .... With `nonlinear`, each input's sum may gain
+//! a product of two reads, becomes a `let`, and the total goes through a random nonlinear
+//! function (`abs`, `max`, `min`, a select, `sqrt(abs(.))`, `tanh`), to exercise more of the IR.
+//!
+//! [`random_stencil`] gives the kernel as IR; [`random_stencil_source`] gives the same draw as
+//! `stencil!` source written without the IR (an independent oracle's input), and
+//! [`to_macro_source`] prints any IR kernel as source.
 
 mod macro_source;
+mod recipe;
 #[cfg(test)]
 mod source_parser;
 
@@ -29,10 +35,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use macro_source::to_macro_source;
 
 use crate::element::ElemType;
-use crate::ir::{
-    BinaryOp, CmpOp, ExprId, Kernel, KernelBuilder, MAX_DIMS, MAX_RADIUS, Offset, UnaryOp,
-};
+use crate::ir::{Kernel, MAX_DIMS, MAX_RADIUS, Offset};
 use crate::rng::Rng;
+use recipe::{Coefficient, Nonlinear, Recipe, Term};
 
 /// Names of the inputs, in order (so at most this many inputs).
 const INPUT_NAMES: [&str; 4] = ["u", "v", "w", "z"];
@@ -57,8 +62,12 @@ pub struct RandomStencilConfig {
     /// Probability that an orbit's coefficient is a parameter rather than a constant
     /// (default 0.25).
     pub param_probability: f64,
-    /// Pass the sum through a random nonlinear function via `let`s (default false).
+    /// Pass the sum through a random nonlinear function via `let`s, and add to each input's
+    /// sum, with probability 1/2, a product of two reads (default false).
     pub nonlinear: bool,
+    /// Give every point its own coefficient instead of one per symmetry orbit (default
+    /// false), so that a mirrored offset (a sign flipped on one axis) changes the result.
+    pub asymmetric: bool,
 }
 
 impl RandomStencilConfig {
@@ -73,6 +82,7 @@ impl RandomStencilConfig {
             density: 0.3,
             param_probability: 0.25,
             nonlinear: false,
+            asymmetric: false,
         }
     }
 }
@@ -151,6 +161,22 @@ fn box_neighbours(p: Offset, n_dims: usize) -> Vec<Offset> {
 /// # Panics
 /// If the configuration is out of the ranges documented on [`RandomStencilConfig`].
 pub fn random_stencil(config: &RandomStencilConfig) -> Kernel {
+    draw(config).to_kernel()
+}
+
+/// The kernel [`random_stencil`] draws for `config`, as a `stencil! { pub fn ... }`
+/// invocation written from the generator's own description of it, not from the IR: the text
+/// and the IR are two independent renderings of one draw (same tree, same evaluation order),
+/// so the text is an oracle for the builder, the macro's lowering and every backend.
+///
+/// # Panics
+/// As [`random_stencil`].
+pub fn random_stencil_source(config: &RandomStencilConfig) -> String {
+    draw(config).to_source()
+}
+
+/// Draws the kernel's pattern, coefficients and nonlinearity.
+fn draw(config: &RandomStencilConfig) -> Recipe {
     assert!(
         (1..=INPUT_NAMES.len()).contains(&config.max_inputs),
         "random_stencil: max_inputs {} not in 1..={}",
@@ -168,91 +194,91 @@ pub fn random_stencil(config: &RandomStencilConfig) -> Kernel {
         "random_{}d_order{}_{:016x}",
         config.n_dims, config.order, config.seed
     );
-    let mut b = KernelBuilder::new(&name, config.n_dims, config.elem);
-    let inputs: Vec<_> = INPUT_NAMES[..n_inputs].iter().map(|n| b.input(n)).collect();
-    let out = b.output("out");
     let mut n_params = 0;
+    let mut coefficient = |rng: &mut Rng| {
+        if rng.chance(config.param_probability) {
+            n_params += 1;
+            Coefficient::Param(n_params - 1)
+        } else {
+            let numerator = loop {
+                let n = rng.range(-1023, 1024);
+                if n != 0 {
+                    break n;
+                }
+            };
+            Coefficient::Const(numerator as f64 / 512.0)
+        }
+    };
     let mut sums = Vec::new();
-    for (i, &input) in inputs.iter().enumerate() {
+    let mut patterns = Vec::new();
+    for i in 0..n_inputs {
         let order = if i == 0 {
             config.order
         } else {
             1 + rng.index(config.order as usize) as u32
         };
         let pattern = random_pattern(config.n_dims, order, config.density, &mut rng);
-        // Orbits under reflection: points with the same absolute offsets.
-        let mut orbits: BTreeMap<[u32; MAX_DIMS], Vec<Offset>> = BTreeMap::new();
-        for p in pattern {
-            orbits
-                .entry(p.0.map(i32::unsigned_abs))
-                .or_default()
-                .push(p);
-        }
-        let mut total: Option<ExprId> = None;
-        for points in orbits.values() {
-            let coefficient = if rng.chance(config.param_probability) {
-                let p = b.param(&format!("c{n_params}"));
-                n_params += 1;
-                b.param_ref(p)
-            } else {
-                let numerator = loop {
-                    let n = rng.range(-1023, 1024);
-                    if n != 0 {
-                        break n;
-                    }
-                };
-                b.constant(numerator as f64 / 512.0)
-            };
-            let mut sum = b.read(input, points[0].as_slice(config.n_dims));
-            for p in &points[1..] {
-                let r = b.read(input, p.as_slice(config.n_dims));
-                sum = b.add(sum, r);
-            }
-            let term = b.mul(coefficient, sum);
-            total = Some(match total {
-                None => term,
-                Some(t) => b.add(t, term),
-            });
-        }
-        let total = total.expect("a pattern has at least the centre");
-        sums.push(if config.nonlinear {
-            let var = b.let_(&format!("s{i}"), total);
-            b.let_ref(var)
+        // Points sharing a coefficient: orbits under reflection (points with the same absolute
+        // offsets), or each point alone when asymmetric.
+        let groups: Vec<Vec<Offset>> = if config.asymmetric {
+            pattern.iter().map(|p| vec![*p]).collect()
         } else {
-            total
-        });
-    }
-    let mut value = sums[0];
-    for &s in &sums[1..] {
-        value = b.add(value, s);
+            let mut orbits: BTreeMap<[u32; MAX_DIMS], Vec<Offset>> = BTreeMap::new();
+            for p in &pattern {
+                orbits
+                    .entry(p.0.map(i32::unsigned_abs))
+                    .or_default()
+                    .push(*p);
+            }
+            orbits.into_values().collect()
+        };
+        let terms: Vec<Term> = groups
+            .into_iter()
+            .map(|reads| Term {
+                coefficient: coefficient(&mut rng),
+                reads,
+                times: None,
+            })
+            .collect();
+        sums.push(terms);
+        patterns.push(pattern);
     }
     if config.nonlinear {
-        value = nonlinear(&mut b, value, &mut rng);
+        // Product terms: a read of this input times a read of any input, both inside the
+        // inputs' own patterns (so the footprint stays the pattern).
+        for i in 0..n_inputs {
+            if rng.chance(0.5) {
+                let p = patterns[i][rng.index(patterns[i].len())];
+                let j = rng.index(n_inputs);
+                let q = patterns[j][rng.index(patterns[j].len())];
+                let term = Term {
+                    coefficient: coefficient(&mut rng),
+                    reads: vec![p],
+                    times: Some((j, q)),
+                };
+                sums[i].push(term);
+            }
+        }
     }
-    b.store(out, value);
-    b.finish()
-        .unwrap_or_else(|e| panic!("random_stencil built an invalid kernel (a bug): {e}"))
-}
-
-/// `value` through one random nonlinear function.
-fn nonlinear(b: &mut KernelBuilder, value: ExprId, rng: &mut Rng) -> ExprId {
-    let threshold = b.constant(rng.range(-64, 64) as f64 / 128.0);
-    match rng.index(6) {
-        0 => b.unary(UnaryOp::Abs, value),
-        1 => b.binary(BinaryOp::Max, value, threshold),
-        2 => b.binary(BinaryOp::Min, threshold, value),
-        3 => {
-            // Leaky clamp: if value > t { value } else { 0.125 * value }
-            let cond = b.compare(CmpOp::Gt, value, threshold);
-            let slope = b.constant(0.125);
-            let scaled = b.mul(slope, value);
-            b.select(cond, value, scaled)
+    let nonlinear = config.nonlinear.then(|| {
+        let threshold = rng.range(-64, 64) as f64 / 128.0;
+        match rng.index(6) {
+            0 => Nonlinear::Abs,
+            1 => Nonlinear::Max(threshold),
+            2 => Nonlinear::Min(threshold),
+            3 => Nonlinear::Leaky(threshold),
+            4 => Nonlinear::SqrtAbs,
+            _ => Nonlinear::Tanh,
         }
-        4 => {
-            let a = b.unary(UnaryOp::Abs, value);
-            b.unary(UnaryOp::Sqrt, a)
-        }
-        _ => b.unary(UnaryOp::Tanh, value),
+    });
+    Recipe {
+        name,
+        n_dims: config.n_dims,
+        elem: config.elem,
+        inputs: INPUT_NAMES[..n_inputs].to_vec(),
+        n_params,
+        sums,
+        nonlinear,
     }
 }
 
@@ -304,6 +330,55 @@ mod tests {
             }
         }
         assert_eq!(seen_inputs, BTreeSet::from([1, 2]));
+    }
+
+    #[test]
+    fn the_source_written_from_the_draw_computes_the_kernel_bit_for_bit() {
+        use crate::hash::structural_hash;
+        use crate::interp::testing::{run_random, same_bits};
+        use crate::simplify::simplify;
+        let mut products = 0;
+        for mut c in configs() {
+            c.asymmetric = c.seed % 2 == 1;
+            let k = random_stencil(&c);
+            let text = random_stencil_source(&c);
+            let back = source_parser::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            products += usize::from(text.contains("] * "));
+            let halo = c.order as usize;
+            let shape = &[6, 5, 4][..c.n_dims];
+            let same = match c.elem {
+                ElemType::F32 => same_bits(
+                    &run_random::<f32>(&k, shape, halo, c.seed),
+                    &run_random::<f32>(&back, shape, halo, c.seed),
+                ),
+                ElemType::F64 => same_bits(
+                    &run_random::<f64>(&k, shape, halo, c.seed),
+                    &run_random::<f64>(&back, shape, halo, c.seed),
+                ),
+            };
+            assert!(same, "{k}\n{text}");
+            assert_eq!(
+                structural_hash(&simplify(&back)),
+                structural_hash(&simplify(&k)),
+                "{text}"
+            );
+        }
+        assert!(products > 5, "only {products} kernels with a product term");
+    }
+
+    #[test]
+    fn asymmetric_kernels_give_each_point_its_own_coefficient() {
+        for mut c in configs() {
+            c.asymmetric = true;
+            c.param_probability = 0.0;
+            let recipe = draw(&c);
+            let terms = &recipe.sums[0];
+            assert!(terms.iter().all(|t| t.reads.len() == 1));
+            assert_eq!(
+                terms.iter().filter(|t| t.times.is_none()).count(),
+                footprint(&recipe.to_kernel()).inputs[0].offsets.len()
+            );
+        }
     }
 
     #[test]
