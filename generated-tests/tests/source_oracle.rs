@@ -124,7 +124,8 @@ fn launch<T: Element + Real, const D: usize>(
 }
 
 /// The first point where `outputs` disagree with the evaluator, exactly or within
-/// `(4 + 2n)·eps·(magnitude + smallest normal)` (n: the number of reads), as a message.
+/// `64·eps·(magnitude + smallest f32 normal)` where the evaluator can bound the magnitude (the
+/// sum of the absolute values of the terms: linear kernels), as a message.
 fn first_difference<T: Element + Real, const D: usize>(
     program: &Program,
     case: &Case<T, D>,

@@ -9,6 +9,9 @@
 //! comparisons, `&& || !`. Semantics are Rust's: `min`/`max` return the other operand for a NaN,
 //! `pow` is `powf`, constants are rounded from `f64` to the element type where used.
 
+// Each test crate that includes this module uses a different part of it.
+#![allow(dead_code)]
+
 use std::collections::HashMap;
 
 /// The element types the evaluator computes in.
@@ -324,7 +327,7 @@ impl Parser {
 }
 
 impl Program {
-    /// Parses the first `fn` of a `stencil! { ... }` block (or a bare `fn`).
+    /// Parses the first `fn` of a `stencil! { ... }` block (or of bare `fn`s).
     ///
     /// # Panics
     /// On text outside the accepted language (this is a test oracle).
@@ -334,6 +337,23 @@ impl Program {
             .iter()
             .position(|x| *x == Token::Word("fn".into()))
             .expect("a fn");
+        Program::parse_at(t, start)
+    }
+
+    /// Parses the `fn` called `name` among the text's `fn`s.
+    ///
+    /// # Panics
+    /// As [`parse`](Self::parse), and when there is no such `fn`.
+    pub(crate) fn parse_named(text: &str, name: &str) -> Program {
+        let t = tokens(text);
+        let start = t
+            .windows(2)
+            .position(|w| w[0] == Token::Word("fn".into()) && w[1] == Token::Word(name.into()))
+            .unwrap_or_else(|| panic!("no fn {name}"));
+        Program::parse_at(t, start)
+    }
+
+    fn parse_at(t: Vec<Token>, start: usize) -> Program {
         let mut p = Parser { t, at: start + 1 };
         p.word();
         p.sym("(");
