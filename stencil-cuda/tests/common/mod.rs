@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod ptxas;
+
 pub(crate) use stencil::kernels::{
     dia_spmv, divergence, five_point, gradient, jacobi7, jacobi7_f32, jacobi27, laplacian,
     smooth1d, star4,
