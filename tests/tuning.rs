@@ -1,8 +1,9 @@
 //! First-call tuning through `Launch`: the first call of a kernel on a shape tunes and still
 //! computes the right answer, later calls of the process remember the choice, another process
 //! finds it in the cache and measures nothing, `off` measures nothing, an explicit schedule is
-//! never tuned, a corrupt cache file or a bad `STENCIL_TUNE` never crashes a run, and a
-//! bandwidth measured under load is measured again.
+//! never tuned, a corrupt cache file never crashes a run, an unknown `STENCIL_TUNE` warns once
+//! and means the default, a bandwidth measured under load is measured again, and each tuning
+//! emits one `tracing` event (`tuning_events.rs` has the subscriber that captures it).
 //!
 //! Each test that needs a second process re-runs this test binary with an environment variable
 //! naming the role; the parent checks the child's exit status and output.
@@ -227,22 +228,7 @@ fn small_interiors_run_the_default_under_quick_and_are_tuned_under_thorough() {
 }
 
 #[test]
-fn a_corrupt_cache_or_a_bad_policy_never_crashes_a_run() {
-    match std::env::var(ROLE_VAR).as_deref() {
-        Ok("bad-policy") => {
-            let (u, mut out) = grids(5);
-            let err = heat(&u, &mut out, C0, C1)
-                .without_tuning_cache()
-                .run()
-                .expect_err("STENCIL_TUNE=fastest is not a policy");
-            assert_eq!(err.kind(), stencil::ErrorKind::BadArgument);
-            assert!(err.to_string().contains("fastest"), "{err}");
-            println!("CHILD-SAW: {err}");
-            return;
-        }
-        Ok(_) => return,
-        Err(_) => {}
-    }
+fn a_corrupt_cache_never_crashes_a_run() {
     let path = temp_cache("corrupt");
     std::fs::write(&path, "{ this is not json").expect("write");
     let (u, mut out) = grids(3);
@@ -265,21 +251,78 @@ fn a_corrupt_cache_or_a_bad_policy_never_crashes_a_run() {
         .filter_map(|e| e.ok())
         .any(|e| e.file_name().to_string_lossy().contains("corrupt"));
     assert!(aside, "the corrupt file was set aside");
+}
 
+/// Runs this test in a child process with `STENCIL_TUNE=value` (the parent's environment is
+/// never changed, so no other test sees the value) and returns its stdout and stderr.
+fn child_with_policy(role: &str, value: &str) -> (String, String) {
     let exe = std::env::current_exe().expect("test binary");
     let output = Command::new(exe)
         .args([
-            "a_corrupt_cache_or_a_bad_policy_never_crashes_a_run",
+            "an_unknown_policy_warns_once_and_tunes_by_default",
             "--exact",
             "--nocapture",
+            "--test-threads=1",
         ])
-        .env(ROLE_VAR, "bad-policy")
-        .env("STENCIL_TUNE", "fastest")
+        .env(ROLE_VAR, role)
+        .env("STENCIL_TUNE", value)
         .output()
         .expect("spawn");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}");
-    assert!(stdout.contains("CHILD-SAW: "), "{stdout}");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn an_unknown_policy_warns_once_and_tunes_by_default() {
+    match std::env::var(ROLE_VAR).as_deref() {
+        Ok("bad-policy") => {
+            // Two calls on a tuned shape: each reads the policy, the warning comes once.
+            let (u, mut out) = grids(5);
+            let want = expected(&u);
+            for call in 0..2 {
+                let report = heat(&u, &mut out, C0, C1)
+                    .without_tuning_cache()
+                    .run_with_report()
+                    .expect("an unknown STENCIL_TUNE is no error");
+                let source = [TuningSource::Tuned, TuningSource::Remembered][call];
+                assert_eq!(report.source, source, "call {call}: {report}");
+                assert_matches(&out, &want, "unknown policy");
+            }
+            println!("CHILD-SAW: default policy");
+            return;
+        }
+        Ok("off-spelling") => {
+            let (u, mut out) = grids(6);
+            let report = heat(&u, &mut out, C0, C1)
+                .without_tuning_cache()
+                .run_with_report()
+                .expect("run");
+            assert_eq!(report.source, TuningSource::Model, "{report}");
+            assert_eq!(report.trials, 0);
+            println!("CHILD-SAW: off");
+            return;
+        }
+        Ok(_) => return,
+        Err(_) => {}
+    }
+    let (stdout, stderr) = child_with_policy("bad-policy", "fastest");
+    assert!(stdout.contains("CHILD-SAW: default policy"), "{stdout}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("unknown tuning policy `fastest`"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning line: {stderr}");
+    assert!(
+        warnings[0].contains("using the default policy `quick`"),
+        "{stderr}"
+    );
+    for off in ["0", "False", "OFF"] {
+        let (stdout, stderr) = child_with_policy("off-spelling", off);
+        assert!(stdout.contains("CHILD-SAW: off"), "{off}: {stdout}");
+        assert!(!stderr.contains("unknown tuning policy"), "{off}: {stderr}");
+    }
 }
 
 #[test]
