@@ -134,7 +134,7 @@ fn a_tuned_sweep_emits_one_info_event_with_its_fields() {
     assert_eq!(seconds, report.tuning_seconds);
     // The fraction is recorded exactly when the report knows it.
     assert_eq!(
-        event.fields.get("roofline_fraction").is_some(),
+        event.fields.contains_key("roofline_fraction"),
         report.roofline_fraction.is_some(),
         "{event:?} / {report}"
     );

@@ -358,7 +358,7 @@ fn tick_values(range: [f64; 2], n: usize) -> Vec<f64> {
 fn tick_labels(range: [f64; 2], n: usize) -> Vec<String> {
     let step = (range[1] - range[0]) / (n - 1) as f64;
     let magnitude = range[0].abs().max(range[1].abs());
-    let scientific = magnitude >= 1e5 || magnitude < 1e-3;
+    let scientific = !(1e-3..1e5).contains(&magnitude);
     let decimals = (1 - step.log10().floor() as i64).clamp(0, 6) as usize;
     tick_values(range, n)
         .into_iter()
