@@ -68,7 +68,7 @@ pub const PROGRESS_AFTER: Duration = Duration::from_millis(500);
 
 /// The process-wide policy: [`set_policy`] overrides `STENCIL_TUNE` for every later call that
 /// names no policy, and [`policy()`] is the policy such a call uses.
-pub use stencil_tune::{TunePolicy, policy, set_policy};
+pub use stencil_tune::policy::{TunePolicy, policy, set_policy};
 
 /// The confirmation of a tuned schedule against the default: a warm-up run of each, then 5
 /// paired rounds of at least 20 ms a side ([`time_paired`]).
