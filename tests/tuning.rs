@@ -213,11 +213,18 @@ fn small_interiors_run_the_default_under_quick_and_are_tuned_under_thorough() {
         .expect("run");
     assert_eq!(thorough.source, TuningSource::Tuned, "{thorough}");
     // `thorough` searches spaces of up to 200 points exhaustively: every schedule of the CPU
-    // space of this shape is measured once, then the five fastest once more.
+    // space of this shape is measured once, then the five fastest once more. Candidates the
+    // harness abandons early (clearly slower than the best so far) have no time to rank, so
+    // fewer than five may be measured again: how many depends on timing (seen: 3 of 108 timed
+    // in full while other tests of this binary ran), never fewer than the space.
     let machine = stencil_cpu::Machine::detect();
     let threads = stencil::CpuBackend::global().threads();
     let space = stencil_cpu::ScheduleSpace::new(machine, blur::stencil().kernel(), &shape, threads);
-    assert_eq!(thorough.trials, space.len() + 5, "{thorough}");
+    assert!(
+        (space.len()..=space.len() + 5).contains(&thorough.trials),
+        "{thorough} over {} schedules",
+        space.len()
+    );
     for i in 0..shape[0] as isize {
         for j in 0..shape[1] as isize {
             let at = |di: isize, dj: isize| u.get([i + di, j + dj]).expect("in halo");
@@ -259,7 +266,7 @@ fn child_with_policy(role: &str, value: &str) -> (String, String) {
     let exe = std::env::current_exe().expect("test binary");
     let output = Command::new(exe)
         .args([
-            "an_unknown_policy_warns_once_and_tunes_by_default",
+            "an_unknown_policy_warns_once_and_means_the_default",
             "--exact",
             "--nocapture",
             "--test-threads=1",
@@ -274,31 +281,37 @@ fn child_with_policy(role: &str, value: &str) -> (String, String) {
     (stdout, stderr)
 }
 
+/// Blur on a 40 by 50 grid under the process's policy, without a cache file.
+fn small_blur_report() -> TuneReport {
+    let mut u = Grid2::<f64>::new([40, 50]).expect("grid");
+    u.fill_with(|[i, j]| (i + j) as f64);
+    let mut out = u.like();
+    blur(&u, &mut out)
+        .without_tuning_cache()
+        .run_with_report()
+        .expect("an unknown STENCIL_TUNE is no error")
+}
+
 #[test]
-fn an_unknown_policy_warns_once_and_tunes_by_default() {
+fn an_unknown_policy_warns_once_and_means_the_default() {
     match std::env::var(ROLE_VAR).as_deref() {
         Ok("bad-policy") => {
-            // Two calls on a tuned shape: each reads the policy, the warning comes once.
-            let (u, mut out) = grids(5);
-            let want = expected(&u);
+            // A small interior: `quick` (the default) runs the backend's default schedule
+            // there, `off` the model's choice, so the source tells the policies apart without
+            // a trial. Two calls: each reads the policy, the warning comes once.
             for call in 0..2 {
-                let report = heat(&u, &mut out, C0, C1)
-                    .without_tuning_cache()
-                    .run_with_report()
-                    .expect("an unknown STENCIL_TUNE is no error");
-                let source = [TuningSource::Tuned, TuningSource::Remembered][call];
-                assert_eq!(report.source, source, "call {call}: {report}");
-                assert_matches(&out, &want, "unknown policy");
+                let report = small_blur_report();
+                assert_eq!(
+                    report.source,
+                    TuningSource::Default,
+                    "call {call}: {report}"
+                );
             }
             println!("CHILD-SAW: default policy");
             return;
         }
         Ok("off-spelling") => {
-            let (u, mut out) = grids(6);
-            let report = heat(&u, &mut out, C0, C1)
-                .without_tuning_cache()
-                .run_with_report()
-                .expect("run");
+            let report = small_blur_report();
             assert_eq!(report.source, TuningSource::Model, "{report}");
             assert_eq!(report.trials, 0);
             println!("CHILD-SAW: off");
