@@ -250,7 +250,11 @@ pub fn policy() -> TunePolicy {
     }
 }
 
-/// The policy named by a value of `STENCIL_TUNE` (`None` or blank: the default).
+/// The policy named by a value of `STENCIL_TUNE` (`None` or blank: the default), strictly:
+/// for callers that want to reject a typo ([`policy`] warns and uses the default instead).
+///
+/// # Errors
+/// [`PolicyError`] when the value is none of the spellings in the module documentation.
 pub fn policy_from(value: Option<&str>) -> Result<TunePolicy, PolicyError> {
     match value {
         None => Ok(TunePolicy::default()),
