@@ -140,8 +140,10 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
         self
     }
 
-    /// Tunes under `policy` instead of the process's policy ([`stencil_tune::set_policy`],
+    /// Tunes under `policy` instead of the process's policy ([`tuning::set_policy`],
     /// else `STENCIL_TUNE`, else `quick`). See [`crate::tuning`].
+    ///
+    /// [`tuning::set_policy`]: crate::tuning::set_policy
     pub fn tune(mut self, policy: TunePolicy) -> Self {
         self.tune.policy = Some(policy);
         self
@@ -174,7 +176,6 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
     ///   one of its boundary conditions depends on the interior; call
     ///   [`Grid::update_halo`].
     /// - [`ErrorKind::AliasedGrids`]: an output shares storage with another grid.
-    /// - [`ErrorKind::BadArgument`] also when `STENCIL_TUNE` names no tuning policy.
     /// - Backend errors.
     pub fn run(self) -> Result<()> {
         self.run_with_report().map(|_| ())

@@ -38,7 +38,8 @@
 //! the CPU backend. With a `#[rotate(..)]` attribute it also generates `kernel::steps(..)`, a
 //! time loop ([`Steps`]) that runs many steps in one call, several per trip through memory. Kernels can also be built at run time with [`KernelBuilder`] and run through
 //! [`Launch::new`]. [`verify()`] checks a kernel on every backend against the reference
-//! interpreter; call it in your own tests.
+//! interpreter; call it in your own tests. [`output`] (feature `output`, on by default)
+//! writes grids as VTK files for ParaView and as PNG slices with a colour bar.
 //!
 //! See ARCHITECTURE.md in the repository for how the pieces fit.
 
@@ -48,6 +49,8 @@ extern crate self as stencil;
 
 pub mod kernels;
 mod launch;
+#[cfg(feature = "output")]
+pub mod output;
 pub mod padding;
 pub mod steps;
 pub mod tuning;

@@ -334,8 +334,8 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     /// - [`ErrorKind::BadArgument`]: a grid or parameter unbound, unknown or given twice; a
     ///   rotation that names no chain, a field that is not in the kernel, an input first or
     ///   an output after the first entry of a chain, a field twice; a rotating grid or an
-    ///   output bound read-only (use [`grid`](Self::grid)); a callback interval of 0; a
-    ///   `STENCIL_TUNE` that names no tuning policy.
+    ///   output bound read-only (use [`grid`](Self::grid)); a callback interval of 0. (An
+    ///   unknown `STENCIL_TUNE` is no error: it warns once and means the default policy.)
     /// - [`ErrorKind::DimensionMismatch`], [`ErrorKind::ShapeMismatch`]: grids of another
     ///   dimension count or interior shape than the kernel's or each other's.
     /// - [`ErrorKind::HaloTooNarrow`]: a grid the loop reads (every grid of a rotation, and

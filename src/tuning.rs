@@ -26,6 +26,20 @@
 //! the backend once per device and thread count and kept in the same cache file; it is
 //! measured again after seven days, and when a tuned sweep beats it by more than
 //! [`BANDWIDTH_FAR_OFF`] (a measurement taken under load).
+//!
+//! **Seeing it.** Each tuning (a sweep, a time loop's, or [`tune_on_device`]'s) emits one
+//! `tracing` event at info level, target `stencil::tuning`, message `tuned`, with the fields
+//! `kernel`, `shape`, `backend`, `time_loop`, `policy`, `trials`, `seconds` (the tuning's
+//! wall time), `schedule` (the chosen schedule in words), `seconds_per_sweep` (per step for a
+//! time loop) and, when the machine's bandwidth is known and memory bounds the sweep,
+//! `roofline_fraction`. Nothing is emitted for remembered, cached, default or given
+//! schedules. An application shows it with any subscriber, e.g. `tracing_subscriber::fmt()
+//! .with_env_filter("stencil=info").init()`. On a terminal, a tuning that lasts longer than
+//! [`PROGRESS_AFTER`] also shows a progress line on standard error.
+//!
+//! The policy comes from the call ([`Launch::tune`](crate::Launch::tune)), else the process's
+//! [`set_policy`], else `STENCIL_TUNE` (see [`stencil_tune::policy`](mod@stencil_tune::policy)
+//! for its spellings; an unknown value warns once and means the default).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -36,15 +50,13 @@ use std::time::{Duration, Instant};
 
 use stencil_core::hash::KernelHash;
 use stencil_core::schedule::TuningSpace;
-use stencil_core::{
-    Backend, ElemType, Element, Error, ErrorKind, Job, Kernel, Result, Schedule, Stencil,
-};
+use stencil_core::{Backend, ElemType, Element, Job, Kernel, Result, Schedule, Stencil};
 use stencil_cuda::{CudaDevice, DeviceGrid, GpuElement};
 use stencil_tune::model::BlockAxis;
 use stencil_tune::search::Found;
 use stencil_tune::{
     CacheKey, HarnessConfig, Measure, Paired, Progress, Roofline, RooflineModel, TimedMeasure,
-    Trial, TuneOptions, TunePolicy, TunedEntry, TuningCache, time_paired,
+    Trial, TuneOptions, TunedEntry, TuningCache, time_paired,
 };
 
 /// Interiors with fewer points are not tuned under the `quick` policy (see the module
@@ -52,7 +64,11 @@ use stencil_tune::{
 pub const MIN_TUNED_POINTS: usize = 1 << 18;
 
 /// Tuning that lasts longer than this shows a progress line on a terminal's standard error.
-const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+pub const PROGRESS_AFTER: Duration = Duration::from_millis(500);
+
+/// The process-wide policy: [`set_policy`] overrides `STENCIL_TUNE` for every later call that
+/// names no policy, and [`policy()`] is the policy such a call uses.
+pub use stencil_tune::policy::{TunePolicy, policy, set_policy};
 
 /// The confirmation of a tuned schedule against the default: a warm-up run of each, then 5
 /// paired rounds of at least 20 ms a side ([`time_paired`]).
@@ -239,8 +255,8 @@ pub(crate) fn schedule_for<T: Element>(
 /// Chooses the schedule of `job` on `backend` (running trials on it when tuning) per the module
 /// documentation. The caller then runs the returned schedule.
 ///
-/// # Errors
-/// [`ErrorKind::BadArgument`] when `STENCIL_TUNE` names no policy.
+/// Tuning itself does not fail (an unknown `STENCIL_TUNE` falls back to the default policy
+/// with a warning, see [`policy()`]); the `Result` is the shape every caller propagates.
 pub(crate) fn choose<T: Element>(
     backend: &dyn Backend<T>,
     job: &mut Job<'_, T>,
@@ -281,8 +297,7 @@ pub(crate) fn choose<T: Element>(
 /// backend's [`steps_trial_shape`](Backend::steps_trial_shape) (`false`: it failed). Keyed
 /// like a sweep's schedule plus the time loop's step-count class.
 ///
-/// # Errors
-/// [`ErrorKind::BadArgument`] when `STENCIL_TUNE` names no policy.
+/// Does not fail, as [`choose`].
 pub(crate) fn choose_steps<T: Element>(
     backend: &dyn Backend<T>,
     stencil: &Stencil<T>,
@@ -294,12 +309,7 @@ pub(crate) fn choose_steps<T: Element>(
 ) -> Result<TuneReport> {
     let kernel = stencil.kernel();
     let default = backend.default_schedule(kernel, shape);
-    let policy = match settings.policy {
-        Some(p) => p,
-        None => {
-            stencil_tune::policy().map_err(|e| Error::new(ErrorKind::BadArgument, e.to_string()))?
-        }
-    };
+    let policy = settings.policy.unwrap_or_else(stencil_tune::policy);
     if policy == TunePolicy::Quick && steps < MIN_TUNED_STEPS {
         return Ok(TuneReport::plain(
             TuningSource::Default,
@@ -344,8 +354,7 @@ pub(crate) fn choose_steps<T: Element>(
 /// downloads. `policy` and `cache` default as for [`Launch::run`](crate::Launch::run).
 ///
 /// # Errors
-/// - [`ErrorKind::BadArgument`] when `STENCIL_TUNE` names no policy.
-/// - The errors of [`CudaDevice::run`] for a call that does not fit the kernel (checked by one
+/// The errors of [`CudaDevice::run`] for a call that does not fit the kernel (checked by one
 ///   run of the default schedule first).
 pub fn tune_on_device<T: GpuElement, const D: usize>(
     device: &CudaDevice,
@@ -458,12 +467,7 @@ fn choose_for(
             String::new(),
         ));
     };
-    let policy = match settings.policy {
-        Some(p) => p,
-        None => {
-            stencil_tune::policy().map_err(|e| Error::new(ErrorKind::BadArgument, e.to_string()))?
-        }
-    };
+    let policy = settings.policy.unwrap_or_else(stencil_tune::policy);
     let n_points: usize = shape.iter().product();
     if policy == TunePolicy::Quick && n_points < MIN_TUNED_POINTS {
         return Ok(TuneReport::plain(
@@ -575,6 +579,20 @@ fn choose_for(
             {
                 tracing::warn!(target: "stencil::tuning", error = %e, "could not store the tuned schedule");
             }
+            tracing::info!(
+                target: "stencil::tuning",
+                kernel = %kernel.name,
+                shape = ?shape,
+                backend = %target.backend,
+                time_loop = target.time_loop.is_some(),
+                policy = %policy,
+                trials = report.trials,
+                seconds = report.tuning_seconds,
+                schedule = %report.description,
+                seconds_per_sweep = report.seconds_per_sweep,
+                roofline_fraction = report.roofline_fraction,
+                "tuned"
+            );
             report
         }
     };
@@ -764,8 +782,6 @@ impl Tuned<'_> {
             options,
             Some(&mut hook),
         );
-        line.finish();
-        let tuning_seconds = self.started.elapsed().as_secs_f64();
         let fraction = |seconds: f64| self.bound.map(|_| self.roofline.fraction_of_bound(seconds));
         // Per step, for a time loop.
         let outcome = stencil_tune::search::Outcome {
@@ -806,6 +822,9 @@ impl Tuned<'_> {
                 _ => found.clone(),
             }
         });
+        line.finish();
+        // The search and the confirmation (and the bandwidth measurement before them).
+        let tuning_seconds = self.started.elapsed().as_secs_f64();
         match &best {
             Some(found) => {
                 let schedule = space
@@ -876,13 +895,28 @@ fn confirmed(found: &Found, default_point: &[usize], paired: Option<Paired>) -> 
     }
 }
 
+/// Whether the progress line should be drawn now: tuning has lasted at least
+/// [`PROGRESS_AFTER`], standard error is a terminal, and the line was last drawn at least
+/// [`PROGRESS_EVERY`] ago (`since_drawn`; `None`: never drawn).
+fn progress_due(elapsed: Duration, terminal: bool, since_drawn: Option<Duration>) -> bool {
+    terminal && elapsed >= PROGRESS_AFTER && since_drawn.is_none_or(|d| d >= PROGRESS_EVERY)
+}
+
+/// The least interval between two redraws of the progress line.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
 /// A one-line progress display on standard error, shown only on a terminal and only once
-/// tuning has lasted [`PROGRESS_AFTER`].
+/// tuning has lasted [`PROGRESS_AFTER`]: redrawn after trials, and drawn a last time when the
+/// search ends, so a tuning that passes the threshold during its last trial or its
+/// confirmation still shows one.
 struct ProgressLine {
     kernel: String,
     started: Instant,
-    shown: bool,
-    last: Option<Instant>,
+    terminal: bool,
+    drawn: Option<Instant>,
+    trials: usize,
+    max_trials: Option<usize>,
+    best_seconds: Option<f64>,
 }
 
 impl ProgressLine {
@@ -890,25 +924,28 @@ impl ProgressLine {
         ProgressLine {
             kernel,
             started,
-            shown: false,
-            last: None,
+            terminal: std::io::stderr().is_terminal(),
+            drawn: None,
+            trials: 0,
+            max_trials: None,
+            best_seconds: None,
         }
     }
 
     fn update(&mut self, p: &Progress<'_>) {
-        if self.started.elapsed() < PROGRESS_AFTER || !std::io::stderr().is_terminal() {
-            return;
+        self.trials = p.trials;
+        self.max_trials = p.max_trials;
+        self.best_seconds = p.best_seconds;
+        let since_drawn = self.drawn.map(|t| t.elapsed());
+        if progress_due(self.started.elapsed(), self.terminal, since_drawn) {
+            self.draw();
         }
-        if self
-            .last
-            .is_some_and(|t| t.elapsed() < Duration::from_millis(250))
-        {
-            return;
-        }
-        self.last = Some(Instant::now());
-        self.shown = true;
-        let budget = p.max_trials.map_or(String::new(), |n| format!("/{n}"));
-        let best = p
+    }
+
+    fn draw(&mut self) {
+        self.drawn = Some(Instant::now());
+        let budget = self.max_trials.map_or(String::new(), |n| format!("/{n}"));
+        let best = self
             .best_seconds
             .map_or(String::new(), |s| format!(", best {:.3} ms", s * 1e3));
         let mut err = std::io::stderr().lock();
@@ -916,14 +953,18 @@ impl ProgressLine {
             err,
             "\rtuning `{}`: trial {}{budget}{best} ({:.1} s)   ",
             self.kernel,
-            p.trials,
+            self.trials,
             self.started.elapsed().as_secs_f64()
         );
         let _ = err.flush();
     }
 
-    fn finish(&self) {
-        if self.shown {
+    /// Draws the final state (when the tuning lasted long enough) and ends the line.
+    fn finish(&mut self) {
+        if progress_due(self.started.elapsed(), self.terminal, None) {
+            self.draw();
+        }
+        if self.drawn.is_some() {
             let _ = writeln!(std::io::stderr());
         }
     }
@@ -965,6 +1006,18 @@ mod tests {
             confirmed(&winner, &[0, 0, 0], paired(0.01, 0.01, 1.0)).point,
             vec![0, 0, 0]
         );
+    }
+
+    #[test]
+    fn the_progress_line_shows_from_half_a_second_on_a_terminal_only() {
+        let ms = Duration::from_millis;
+        assert!(!progress_due(ms(499), true, None));
+        assert!(progress_due(ms(500), true, None));
+        assert!(progress_due(ms(700), true, None));
+        assert!(!progress_due(ms(5000), false, None), "never off a terminal");
+        // Redrawn at most every 250 ms.
+        assert!(!progress_due(ms(900), true, Some(ms(100))));
+        assert!(progress_due(ms(900), true, Some(ms(250))));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! First-call tuning through `Launch`: the first call of a kernel on a shape tunes and still
 //! computes the right answer, later calls of the process remember the choice, another process
 //! finds it in the cache and measures nothing, `off` measures nothing, an explicit schedule is
-//! never tuned, a corrupt cache file or a bad `STENCIL_TUNE` never crashes a run, and a
-//! bandwidth measured under load is measured again.
+//! never tuned, a corrupt cache file never crashes a run, an unknown `STENCIL_TUNE` warns once
+//! and means the default, a bandwidth measured under load is measured again, and each tuning
+//! emits one `tracing` event (`tuning_events.rs` has the subscriber that captures it).
 //!
 //! Each test that needs a second process re-runs this test binary with an environment variable
 //! naming the role; the parent checks the child's exit status and output.
@@ -212,11 +213,18 @@ fn small_interiors_run_the_default_under_quick_and_are_tuned_under_thorough() {
         .expect("run");
     assert_eq!(thorough.source, TuningSource::Tuned, "{thorough}");
     // `thorough` searches spaces of up to 200 points exhaustively: every schedule of the CPU
-    // space of this shape is measured once, then the five fastest once more.
+    // space of this shape is measured once, then the five fastest once more. Candidates the
+    // harness abandons early (clearly slower than the best so far) have no time to rank, so
+    // fewer than five may be measured again: how many depends on timing (seen: 3 of 108 timed
+    // in full while other tests of this binary ran), never fewer than the space.
     let machine = stencil_cpu::Machine::detect();
     let threads = stencil::CpuBackend::global().threads();
     let space = stencil_cpu::ScheduleSpace::new(machine, blur::stencil().kernel(), &shape, threads);
-    assert_eq!(thorough.trials, space.len() + 5, "{thorough}");
+    assert!(
+        (space.len()..=space.len() + 5).contains(&thorough.trials),
+        "{thorough} over {} schedules",
+        space.len()
+    );
     for i in 0..shape[0] as isize {
         for j in 0..shape[1] as isize {
             let at = |di: isize, dj: isize| u.get([i + di, j + dj]).expect("in halo");
@@ -227,22 +235,7 @@ fn small_interiors_run_the_default_under_quick_and_are_tuned_under_thorough() {
 }
 
 #[test]
-fn a_corrupt_cache_or_a_bad_policy_never_crashes_a_run() {
-    match std::env::var(ROLE_VAR).as_deref() {
-        Ok("bad-policy") => {
-            let (u, mut out) = grids(5);
-            let err = heat(&u, &mut out, C0, C1)
-                .without_tuning_cache()
-                .run()
-                .expect_err("STENCIL_TUNE=fastest is not a policy");
-            assert_eq!(err.kind(), stencil::ErrorKind::BadArgument);
-            assert!(err.to_string().contains("fastest"), "{err}");
-            println!("CHILD-SAW: {err}");
-            return;
-        }
-        Ok(_) => return,
-        Err(_) => {}
-    }
+fn a_corrupt_cache_never_crashes_a_run() {
     let path = temp_cache("corrupt");
     std::fs::write(&path, "{ this is not json").expect("write");
     let (u, mut out) = grids(3);
@@ -265,21 +258,84 @@ fn a_corrupt_cache_or_a_bad_policy_never_crashes_a_run() {
         .filter_map(|e| e.ok())
         .any(|e| e.file_name().to_string_lossy().contains("corrupt"));
     assert!(aside, "the corrupt file was set aside");
+}
 
+/// Runs this test in a child process with `STENCIL_TUNE=value` (the parent's environment is
+/// never changed, so no other test sees the value) and returns its stdout and stderr.
+fn child_with_policy(role: &str, value: &str) -> (String, String) {
     let exe = std::env::current_exe().expect("test binary");
     let output = Command::new(exe)
         .args([
-            "a_corrupt_cache_or_a_bad_policy_never_crashes_a_run",
+            "an_unknown_policy_warns_once_and_means_the_default",
             "--exact",
             "--nocapture",
+            "--test-threads=1",
         ])
-        .env(ROLE_VAR, "bad-policy")
-        .env("STENCIL_TUNE", "fastest")
+        .env(ROLE_VAR, role)
+        .env("STENCIL_TUNE", value)
         .output()
         .expect("spawn");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}");
-    assert!(stdout.contains("CHILD-SAW: "), "{stdout}");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+/// Blur on a 40 by 50 grid under the process's policy, without a cache file.
+fn small_blur_report() -> TuneReport {
+    let mut u = Grid2::<f64>::new([40, 50]).expect("grid");
+    u.fill_with(|[i, j]| (i + j) as f64);
+    let mut out = u.like();
+    blur(&u, &mut out)
+        .without_tuning_cache()
+        .run_with_report()
+        .expect("an unknown STENCIL_TUNE is no error")
+}
+
+#[test]
+fn an_unknown_policy_warns_once_and_means_the_default() {
+    match std::env::var(ROLE_VAR).as_deref() {
+        Ok("bad-policy") => {
+            // A small interior: `quick` (the default) runs the backend's default schedule
+            // there, `off` the model's choice, so the source tells the policies apart without
+            // a trial. Two calls: each reads the policy, the warning comes once.
+            for call in 0..2 {
+                let report = small_blur_report();
+                assert_eq!(
+                    report.source,
+                    TuningSource::Default,
+                    "call {call}: {report}"
+                );
+            }
+            println!("CHILD-SAW: default policy");
+            return;
+        }
+        Ok("off-spelling") => {
+            let report = small_blur_report();
+            assert_eq!(report.source, TuningSource::Model, "{report}");
+            assert_eq!(report.trials, 0);
+            println!("CHILD-SAW: off");
+            return;
+        }
+        Ok(_) => return,
+        Err(_) => {}
+    }
+    let (stdout, stderr) = child_with_policy("bad-policy", "fastest");
+    assert!(stdout.contains("CHILD-SAW: default policy"), "{stdout}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("unknown tuning policy `fastest`"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning line: {stderr}");
+    assert!(
+        warnings[0].contains("using the default policy `quick`"),
+        "{stderr}"
+    );
+    for off in ["0", "False", "OFF"] {
+        let (stdout, stderr) = child_with_policy("off-spelling", off);
+        assert!(stdout.contains("CHILD-SAW: off"), "{off}: {stdout}");
+        assert!(!stderr.contains("unknown tuning policy"), "{off}: {stderr}");
+    }
 }
 
 #[test]

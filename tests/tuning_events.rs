@@ -1,0 +1,179 @@
+//! Each tuning emits exactly one `tracing` event at info level (target `stencil::tuning`,
+//! message `tuned`) with its kernel, shape, trials, time, schedule and roofline fraction, for
+//! sweeps and for time loops; remembered schedules emit none.
+//!
+//! The capturing subscriber is a few lines over `tracing`'s own `Subscriber` trait, set as the
+//! thread's default only around each call, so events of tests running on other threads are
+//! never seen.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use stencil::prelude::*;
+use stencil::{TunePolicy, TuningSource};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+
+mod common;
+use common::{N, heat};
+
+stencil! {
+    #[rotate(out -> u)]
+    fn diffuse(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
+                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
+    }
+}
+
+/// One captured event: its level, target and fields (the message under `message`), each
+/// field's value as text.
+#[derive(Clone, Debug)]
+struct Captured {
+    level: Level,
+    target: String,
+    fields: HashMap<String, String>,
+}
+
+/// A subscriber that records every event and has no spans.
+#[derive(Clone, Default)]
+struct Capture {
+    events: Arc<Mutex<Vec<Captured>>>,
+}
+
+struct Fields<'a>(&'a mut HashMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0
+            .insert(field.name().to_string(), format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_string(), value.to_string());
+    }
+}
+
+impl Subscriber for Capture {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = HashMap::new();
+        event.record(&mut Fields(&mut fields));
+        self.events.lock().unwrap().push(Captured {
+            level: *event.metadata().level(),
+            target: event.metadata().target().to_string(),
+            fields,
+        });
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+impl Capture {
+    /// Runs `f` with this subscriber as the thread's default; the `tuned` events it saw.
+    fn tuned_events<R>(&self, f: impl FnOnce() -> R) -> (R, Vec<Captured>) {
+        self.events.lock().unwrap().clear();
+        let result = tracing::subscriber::with_default(self.clone(), f);
+        let events = self
+            .events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.fields.get("message").is_some_and(|m| m == "tuned"))
+            .cloned()
+            .collect();
+        (result, events)
+    }
+}
+
+fn field<'a>(event: &'a Captured, name: &str) -> &'a str {
+    event
+        .fields
+        .get(name)
+        .unwrap_or_else(|| panic!("no field `{name}` in {event:?}"))
+}
+
+fn grid(seed: usize) -> Grid3<f64> {
+    let mut u = Grid3::<f64>::new([N, N, N]).unwrap();
+    u.fill_with(|[i, j, k]| ((i * 7 + j * 3 + k + seed) % 11) as f64);
+    u
+}
+
+#[test]
+fn a_tuned_sweep_emits_one_info_event_with_its_fields() {
+    let capture = Capture::default();
+    let u = grid(1);
+    let mut out = u.like();
+    let (report, events) = capture.tuned_events(|| {
+        heat(&u, &mut out, 0.4, 0.1)
+            .tune(TunePolicy::Quick)
+            .without_tuning_cache()
+            .run_with_report()
+            .unwrap()
+    });
+    assert_eq!(report.source, TuningSource::Tuned, "{report}");
+    assert_eq!(events.len(), 1, "{events:?}");
+    let event = &events[0];
+    assert_eq!(event.level, Level::INFO);
+    assert_eq!(event.target, "stencil::tuning");
+    assert_eq!(field(event, "kernel"), "heat");
+    assert_eq!(field(event, "shape"), format!("[{N}, {N}, {N}]"));
+    assert_eq!(field(event, "trials"), report.trials.to_string());
+    assert_eq!(field(event, "schedule"), report.description);
+    assert_eq!(field(event, "time_loop"), "false");
+    assert_eq!(field(event, "policy"), "quick");
+    let seconds: f64 = field(event, "seconds").parse().unwrap();
+    assert_eq!(seconds, report.tuning_seconds);
+    // The fraction is recorded exactly when the report knows it.
+    assert_eq!(
+        event.fields.contains_key("roofline_fraction"),
+        report.roofline_fraction.is_some(),
+        "{event:?} / {report}"
+    );
+
+    // The same call again is remembered: no tuning, no event.
+    let (again, events) = capture.tuned_events(|| {
+        heat(&u, &mut out, 0.4, 0.1)
+            .tune(TunePolicy::Quick)
+            .without_tuning_cache()
+            .run_with_report()
+            .unwrap()
+    });
+    assert_eq!(again.source, TuningSource::Remembered, "{again}");
+    assert!(events.is_empty(), "{events:?}");
+}
+
+#[test]
+fn a_tuned_time_loop_emits_one_event_marked_as_a_time_loop() {
+    let capture = Capture::default();
+    let mut u = grid(2);
+    let mut v = u.like();
+    let (report, events) = capture.tuned_events(|| {
+        diffuse::steps(&mut u, &mut v, 0.4, 0.1)
+            .tune(TunePolicy::Quick)
+            .without_tuning_cache()
+            .run(8)
+            .unwrap()
+    });
+    assert_eq!(
+        report.tuning.source,
+        TuningSource::Tuned,
+        "{}",
+        report.tuning
+    );
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(field(&events[0], "time_loop"), "true");
+    assert_eq!(field(&events[0], "kernel"), "diffuse");
+    assert_eq!(
+        field(&events[0], "trials"),
+        report.tuning.trials.to_string()
+    );
+}
