@@ -2,7 +2,8 @@
 //!
 //! Each kernel of an invocation expands on its own: a kernel with errors becomes its
 //! `compile_error!`s plus a stub of its public items, and the other kernels expand normally,
-//! so one mistake produces one error.
+//! so one mistake produces one error. Helpers expand to nothing of their own: they are checked
+//! once (their mistakes reported once, whoever calls them) and inlined where kernels call them.
 
 use proc_macro2::TokenStream;
 
@@ -11,16 +12,33 @@ use crate::{emit, lower, model, parse, validate};
 
 /// Expands the input of `stencil! { ... }`.
 pub(crate) fn expand(input: TokenStream) -> TokenStream {
-    match parse::parse_kernels(input) {
-        Ok(items) => items.into_iter().map(expand_kernel).collect(),
-        Err(error) => error.to_compile_error(),
+    let items = match parse::parse_items(input) {
+        Ok(items) => items,
+        Err(error) => return error.to_compile_error(),
+    };
+    let mut diagnostics = Diagnostics::default();
+    let mut kernels = Vec::new();
+    let mut helpers = Vec::new();
+    for item in items {
+        match item {
+            parse::Item::Kernel(kernel) => kernels.push(*kernel),
+            parse::Item::Helper(helper) => {
+                helpers.push(model::build_helper(helper, &mut diagnostics));
+            }
+        }
     }
+    let helpers = validate::check_helpers(helpers, &mut diagnostics);
+    let mut out = diagnostics.to_compile_errors();
+    for kernel in kernels {
+        out.extend(expand_kernel(kernel, &helpers));
+    }
+    out
 }
 
-fn expand_kernel(item: parse::KernelItem) -> TokenStream {
+fn expand_kernel(item: parse::KernelItem, helpers: &validate::Helpers) -> TokenStream {
     let mut diagnostics = Diagnostics::default();
     let model = model::build(item, &mut diagnostics);
-    let checked = validate::check(&model, &mut diagnostics);
+    let checked = validate::check(&model, helpers, &mut diagnostics);
     let lowered = lower::lower(&checked, &mut diagnostics);
     if let (Some(kernel), Some(rotate)) = (&lowered, &model.rotate)
         && !rotate.chains.is_empty()

@@ -44,7 +44,47 @@ mod validate;
 ///   integer constant of at most 8.
 /// - Values: numbers, parameters, temporaries, reads, `+ - * /`, unary `-`, parentheses,
 ///   `abs sqrt exp ln sin cos tan tanh floor ceil` (one argument), `min max pow` (two),
-///   comparisons, `&& || !`, and `if c { a } else { b }` or `select(c, a, b)`.
+///   comparisons, `&& || !`, `if c { a } else { b }` or `select(c, a, b)`, calls of helpers,
+///   and the finite-difference operators below.
+///
+/// # Helpers
+///
+/// An `fn` whose parameters are bare names, without types, is a *helper*: an expression
+/// function that kernels of the same `stencil!` block (and other helpers, in any order) call.
+///
+/// ```text
+/// stencil! {
+///     fn lap(u) { u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1] - 4.0 * u[i, j] }
+///     fn react(a, b) { let ab2 = a * b * b; ab2 }
+///     pub fn gray_scott(u: &Grid2<f64>, v: &Grid2<f64>, un: &mut Grid2<f64>, ...) {
+///         un[i, j] = u[i, j] + dt * (du * lap(u) - react(u[i, j], v[i, j]) + ...);
+///     }
+/// }
+/// ```
+///
+/// - The body is `let`s followed by one expression, its value (no `;` after it); it sees only
+///   its parameters and its `let`s, and writes nothing. A helper has no visibility and no
+///   attributes but doc comments, and generates no Rust item.
+/// - A parameter the body indexes (`u[i-1, j]`) or passes on as a grid is a *grid*
+///   parameter; the caller passes a grid, `u`, or a shifted grid, `u[i + 1, j]`, whose offsets
+///   add to those in the body (the sum must stay within the radius limit of 8). Any other
+///   parameter is a *value*, computed once per point from the argument.
+/// - Indices in a body use the calling kernel's index variables.
+/// - Each call is inlined into the kernel's IR; helpers cannot be recursive, directly or
+///   through other helpers. A helper cannot take a built-in function's name.
+///
+/// # Finite differences
+///
+/// Central differences of order 2 (the default), 4, 6 or 8 (radius `order / 2`), with the
+/// standard weights and the grid spacing `h` (a value) as an argument; the grid may be shifted.
+///
+/// - `diff(u, i, h)`, `diff(u, i, h, order)`: first derivative of `u` along the dimension of
+///   index variable `i` (any of the kernel's index variables).
+/// - `diff2(u, i, h)`, `diff2(u, i, h, order)`: second derivative along `i`.
+/// - `laplace(u, h)`, `laplace(u, h, order)`: the sum of the second derivatives along every
+///   dimension, spacing `h` in each.
+///
+/// The order is an integer literal.
 ///
 /// Every mistake is a compile error pointing at the offending token.
 #[proc_macro]

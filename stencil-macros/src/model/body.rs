@@ -66,7 +66,7 @@ fn is_compound_assignment(op: &syn::BinOp) -> bool {
     )
 }
 
-fn build_let(local: &syn::Local, diagnostics: &mut Diagnostics) -> Option<Stmt> {
+pub(super) fn build_let(local: &syn::Local, diagnostics: &mut Diagnostics) -> Option<Stmt> {
     // A `let` with a fixable mistake keeps its name (with an invalid value if need be), so
     // later uses of the name do not add "unknown name" errors to the real one.
     let name = match &local.pat {
@@ -223,7 +223,7 @@ fn integer_literal(expr: &syn::Expr) -> Option<i64> {
     }
 }
 
-fn build_expr(expr: &syn::Expr, diagnostics: &mut Diagnostics) -> Expr {
+pub(super) fn build_expr(expr: &syn::Expr, diagnostics: &mut Diagnostics) -> Expr {
     let range = SpanRange::of(expr);
     let kind = build_expr_kind(expr, diagnostics);
     Expr { kind, range }

@@ -6,9 +6,11 @@
 //! [`validate`](crate::validate)'s job), so the model may refer to unknown names.
 
 mod body;
+mod helper;
 mod rotate;
 mod signature;
 
+pub(crate) use helper::{Helper, build as build_helper};
 pub(crate) use rotate::{Rotate, check as check_rotate};
 
 use proc_macro2::{Ident, Span};
