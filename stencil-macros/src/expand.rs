@@ -28,14 +28,21 @@ pub(crate) fn expand(input: TokenStream) -> TokenStream {
         }
     }
     let helpers = validate::check_helpers(helpers, &mut diagnostics);
+    let helpers_failed = !diagnostics.is_empty();
     let mut out = diagnostics.to_compile_errors();
     for kernel in kernels {
-        out.extend(expand_kernel(kernel, &helpers));
+        out.extend(expand_kernel(kernel, &helpers, helpers_failed));
     }
     out
 }
 
-fn expand_kernel(item: parse::KernelItem, helpers: &validate::Helpers) -> TokenStream {
+/// Expands one kernel; `helpers_failed` says the block's helpers had errors (reported), which
+/// explain a kernel that calls them and is otherwise fine.
+fn expand_kernel(
+    item: parse::KernelItem,
+    helpers: &validate::Helpers,
+    helpers_failed: bool,
+) -> TokenStream {
     let mut diagnostics = Diagnostics::default();
     let model = model::build(item, &mut diagnostics);
     let checked = validate::check(&model, helpers, &mut diagnostics);
@@ -48,7 +55,7 @@ fn expand_kernel(item: parse::KernelItem, helpers: &validate::Helpers) -> TokenS
     match lowered {
         Some(kernel) if diagnostics.is_empty() => emit::kernel(&model, &kernel),
         _ => {
-            if diagnostics.is_empty() {
+            if diagnostics.is_empty() && !helpers_failed {
                 // A placeholder without an error of its own would be a bug; never fail silently.
                 diagnostics.error_at(&model.name, "stencil!: this kernel is invalid");
             }
