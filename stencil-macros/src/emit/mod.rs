@@ -162,8 +162,8 @@ impl PublicItems<'_> {
             );
             quote!(#[doc = #text])
         });
-        let must_use = (!has("must_use"))
-            .then(|| quote!(#[must_use = "a Launch does nothing until `.run()` is called"]));
+        // No `#[must_use]` here: `Launch` is `#[must_use]` itself, and both would warn twice
+        // about one forgotten `.run()`.
         let names = model.args.iter().map(|arg| {
             if stub {
                 quote!(_)
@@ -180,7 +180,6 @@ impl PublicItems<'_> {
         quote! {
             #(#attrs)*
             #doc
-            #must_use
             #[allow(non_snake_case, clippy::too_many_arguments)]
             #vis fn #name<'g>(#(#names: #types),*) -> ::stencil::__private::Launch<'g, #elem, #n_dims> {
                 #body
@@ -227,7 +226,6 @@ impl PublicItems<'_> {
         );
         quote! {
             #[doc = #doc]
-            #[must_use = "Steps does nothing until `.run(n)` is called"]
             #[allow(non_snake_case, clippy::too_many_arguments)]
             #inner_vis fn steps<'g>(#(#names: #types),*)
                 -> ::stencil::__private::Steps<'g, #elem, #n_dims>

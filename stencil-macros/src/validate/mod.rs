@@ -21,6 +21,7 @@ mod expr;
 pub(crate) mod finite_difference;
 mod helpers;
 
+pub(crate) use expr::function_list;
 pub(crate) use helpers::{Helpers, check as check_helpers};
 
 use std::collections::HashMap;
