@@ -3,7 +3,8 @@
 //! outputs; `diff`, `diff2` and `laplace` against exact derivatives of random polynomials of
 //! degree up to their order (which central differences of that order reproduce exactly), and
 //! against the standard weight tables written out here; every kernel verified on every backend
-//! against the reference interpreter.
+//! against the reference interpreter. Also the named-parameter forms `k::with(.., k::Params {
+//! .. })` and `k::steps_with(..)` against the positional ones.
 
 use stencil::prelude::*;
 use stencil::verify;
@@ -69,6 +70,12 @@ stencil! {
         dyy[i, j] = (-(49.0 / 18.0) * u[i, j] + (3.0 / 2.0) * (u[i, j+1] + u[i, j-1])
             - (3.0 / 20.0) * (u[i, j+2] + u[i, j-2]) + (1.0 / 90.0) * (u[i, j+3] + u[i, j-3]))
             / (h * h);
+    }
+
+    /// Diffusion with its spacing and time step, for the named-parameter forms.
+    #[rotate(out -> u)]
+    pub fn diffuse(u: &Grid2<f64>, out: &mut Grid2<f64>, alpha: f64, dt: f64, h: f64) {
+        out[i, j] = u[i, j] + dt * alpha * laplace(u, h, 4);
     }
 
     /// The same two from the operators.
@@ -216,4 +223,35 @@ fn order_two_is_off_by_h_squared_on_a_cubic() {
     // Order 2 on x^3: (x+h)^3 - (x-h)^3 over 2h is 3x^2 + h^2, off by h^2 everywhere.
     let centre = [N / 2, N / 2];
     assert!((dx[centre] - (3.0 * coordinate(N / 2).powi(2) + h * h)).abs() < 1e-12);
+}
+
+#[test]
+fn named_parameters_bind_as_the_positional_ones_do() {
+    let mut rng = Lcg(5);
+    let (u, v) = (random_grid(&mut rng), random_grid(&mut rng));
+    let (mut a, mut b) = (poisoned(), poisoned());
+    with_helpers(&u, &v, &mut a, 0.3).run().unwrap();
+    with_helpers::with(&u, &v, &mut b, with_helpers::Params { c: 0.3 })
+        .run()
+        .unwrap();
+    assert_eq!(a.as_slice(), b.as_slice());
+
+    // Parameters out of declaration order, by name; the time loop likewise.
+    let params = diffuse::Params {
+        h: 0.5,
+        dt: 0.01,
+        alpha: 2.0,
+    };
+    let (mut u1, mut out1) = (random_grid(&mut rng), poisoned());
+    let (mut u2, mut out2) = (u1.repadded(u1.padding()).unwrap(), poisoned());
+    diffuse::steps(&mut u1, &mut out1, 2.0, 0.01, 0.5)
+        .run(6)
+        .unwrap();
+    diffuse::steps_with(&mut u2, &mut out2, params).run(6).unwrap();
+    assert_eq!(u1.as_slice(), u2.as_slice());
+    let (mut o1, mut o2) = (poisoned(), poisoned());
+    diffuse(&u1, &mut o1, 2.0, 0.01, 0.5).run().unwrap();
+    diffuse::with(&u1, &mut o2, params).run().unwrap();
+    assert_eq!(o1.as_slice(), o2.as_slice());
+    assert!(o1.interior_iter().all(|(_, x)| x.is_finite()));
 }

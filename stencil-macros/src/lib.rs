@@ -22,6 +22,15 @@ mod validate;
 /// Defines stencil kernels: each `fn` becomes a typed function returning a `Launch`, plus a
 /// module of the same name whose `stencil()` returns the compiled kernel.
 ///
+/// The module also holds `Params`, a struct of the kernel's scalar parameters as named fields,
+/// and `with(grids.., Params)`, the same call with each scalar named at the call site, so two
+/// parameters swapped cannot compile silently; a kernel with `#[rotate(..)]` also gets
+/// `steps_with(grids.., Params)` beside `steps(..)`:
+///
+/// ```text
+/// heat::with(&u, &mut v, heat::Params { c0: 0.4, c1: 0.1 }).run()?;
+/// ```
+///
 /// ```text
 /// stencil! {
 ///     /// One Jacobi sweep of the 3-D heat equation.

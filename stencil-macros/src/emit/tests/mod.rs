@@ -81,6 +81,7 @@ fn the_expansion_has_the_contracted_shape() {
         .iter()
         .map(|item| match item {
             syn::Item::Fn(f) => f.sig.ident.to_string(),
+            syn::Item::Struct(s) => s.ident.to_string(),
             other => panic!("unexpected item {other:?}"),
         })
         .collect();
@@ -101,6 +102,8 @@ fn the_expansion_has_the_contracted_shape() {
             "__point_loop_streaming",
             "__point_loop_prefetching",
             "__point_loop",
+            "Params",
+            "with",
         ]
     );
     let module_text = quote::quote!(#module).to_string();
