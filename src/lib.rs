@@ -36,9 +36,12 @@
 //! it to the IR of [`stencil_core`], and generates a typed function with the kernel's own
 //! signature returning a [`Launch`]; `.run()` validates the call (shapes, halos) and runs it on
 //! the CPU backend. With a `#[rotate(..)]` attribute it also generates `kernel::steps(..)`, a
-//! time loop ([`Steps`]) that runs many steps in one call, several per trip through memory. Kernels can also be built at run time with [`KernelBuilder`] and run through
-//! [`Launch::new`]. [`verify()`] checks a kernel on every backend against the reference
-//! interpreter; call it in your own tests.
+//! time loop ([`Steps`]) that runs many steps in one call, several per trip through memory.
+//! Kernels may call helpers defined beside them (`fn lap(u) { .. }`) and the central
+//! finite-difference operators `diff`, `diff2` and `laplace`; `kernel::with(.., kernel::Params
+//! { .. })` names each scalar parameter at the call site. Kernels can also be built at run
+//! time with [`KernelBuilder`] and run through [`Launch::new`]. [`verify()`] checks a kernel on
+//! every backend against the reference interpreter; call it in your own tests.
 //!
 //! See ARCHITECTURE.md in the repository for how the pieces fit.
 
