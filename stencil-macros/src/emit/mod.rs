@@ -314,7 +314,8 @@ impl PublicItems<'_> {
             }
         };
         if rotating.is_some() {
-            let steps_body = body(quote!(steps(#(#call_args),*)));
+            // `self::`, so a grid parameter named `steps` cannot shadow the function.
+            let steps_body = body(quote!(self::steps(#(#call_args),*)));
             let steps_doc = format!(
                 " Binds the `{kernel}` kernel's time loop like `{kernel}::steps(..)`, its scalar \
                  parameters named in `Params`; `.run(n)` runs `n` steps."

@@ -488,6 +488,11 @@ impl Context<'_> {
             );
             return K::Invalid;
         }
+        if !self.dims_supported() {
+            // The verifier reports the dimension count; expanding would only add noise.
+            self.degraded = true;
+            return K::Invalid;
+        }
         let grid = self.grid_argument(name, 0, &args[0]);
         let dims: Option<Vec<usize>> = if op.takes_dimension() {
             self.dimension_argument(op, &args[1]).map(|d| vec![d])
@@ -593,12 +598,12 @@ impl Context<'_> {
             }
         }
         let name = op.name();
+        let first = names.first().map_or("i", String::as_str);
         self.diagnostics.error(
             arg.range,
             format!(
-                "the second argument of `{name}` is the index variable of a dimension: one of `{}`, as in `{name}(u, {}, h)`",
+                "the second argument of `{name}` is the index variable of a dimension: one of `{}`, as in `{name}(u, {first}, h)`",
                 names.join("`, `"),
-                names[0]
             ),
         );
         None

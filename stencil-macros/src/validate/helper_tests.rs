@@ -267,3 +267,13 @@ fn helper_definitions_are_checked_once() {
         "the helper `f` is defined twice"
     );
 }
+
+#[test]
+fn operators_in_a_kernel_of_unsupported_dimension_report_only_the_dimension_count() {
+    let (kernel_ir, errors) = pipeline(
+        "fn k(u: &Grid0<f64>, out: &mut Grid0<f64>, h: f64) { out[] = diff(u, k, h) + laplace(u, h); }",
+    );
+    assert!(kernel_ir.is_none());
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].1, "Grid0");
+}
