@@ -78,12 +78,20 @@ pub(crate) struct Diagnostics {
 }
 
 impl Diagnostics {
-    /// Records an error at `range`.
+    /// Records an error at `range`, unless the same error is already recorded there (a
+    /// helper inlined twice reports a mistake in its body once).
     pub(crate) fn error(&mut self, range: SpanRange, message: impl Into<String>) {
-        self.list.push(Diagnostic {
-            range,
-            message: message.into(),
-        });
+        let message = message.into();
+        let place = |r: &SpanRange| format!("{:?} {:?}", r.start, r.end);
+        let here = place(&range);
+        if self
+            .list
+            .iter()
+            .any(|d| d.message == message && place(&d.range) == here)
+        {
+            return;
+        }
+        self.list.push(Diagnostic { range, message });
     }
 
     /// Records an error at the tokens of `syntax`.

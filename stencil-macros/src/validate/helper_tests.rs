@@ -277,3 +277,15 @@ fn operators_in_a_kernel_of_unsupported_dimension_report_only_the_dimension_coun
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].1, "Grid0");
 }
+
+#[test]
+fn a_mistake_in_a_helper_body_found_at_each_call_is_reported_once() {
+    // The helper's indices are checked against the caller's index variables, per call.
+    assert_eq!(
+        one_error(&kernel(
+            "fn f(w) { w[x, j] }",
+            "out[i, j] = f(u) + f(u[i + 1, j]);"
+        )),
+        pair("expected index variable `i`, found `x`", "x")
+    );
+}
