@@ -6,13 +6,13 @@
 //! ```
 //!
 //! `u' = Du lap(u) - u v^2 + F (1 - u)`, `v' = Dv lap(v) + u v^2 - (F + k) v` on a periodic
-//! unit-spaced grid, explicit Euler with `dt = 1` (stable: `4 Du dt <= 1`), `F = 0.035`,
-//! `k = 0.065`. The state starts at `u = 1, v = 0` with a square of `u = 0.5, v = 0.25` plus a
-//! little deterministic noise in the middle. The steps run as one time loop
-//! (`gray_scott::steps_with`, from `#[rotate(un -> u, vn -> v)]`). Prints the mean and range
-//! of `v` (the pattern's mass and contrast) every tenth of the run, a checksum of
-//! the final state, and the speed in GPts/s. Fails if a value leaves [0, 1] (an unstable or
-//! wrong kernel).
+//! unit-spaced grid, explicit Euler with `dt = 1` (stable: `4 Du dt <= 1`), `Du = 0.2097`,
+//! `Dv = 0.105`, `F = 0.037`, `k = 0.06` (a pattern of spots and stripes). The state starts at
+//! `u = 1, v = 0` with a square of `u = 0.5, v = 0.25` plus a little deterministic noise in
+//! the middle. The steps run as one time loop (`gray_scott::steps_with`, from
+//! `#[rotate(un -> u, vn -> v)]`). Prints the mean and range of `v` (the mean growing as the
+//! pattern spreads) every tenth of the run, a checksum of the final state, and the speed in
+//! GPts/s. Fails if a value leaves [0, 1] (an unstable or wrong kernel).
 
 use stencil::prelude::*;
 
@@ -83,10 +83,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut un, mut vn) = (u.like(), v.like());
 
     let params = gray_scott::Params {
-        du: 0.16,
-        dv: 0.08,
-        feed: 0.035,
-        kill: 0.065,
+        du: 0.2097,
+        dv: 0.105,
+        feed: 0.037,
+        kill: 0.06,
         dt: 1.0,
     };
     println!("gray_scott: {n}^2 points, {steps} steps, {params:?}");
