@@ -20,6 +20,7 @@
 mod expr;
 pub(crate) mod finite_difference;
 mod helpers;
+mod inline;
 
 pub(crate) use expr::function_list;
 pub(crate) use helpers::{Helpers, check as check_helpers};
