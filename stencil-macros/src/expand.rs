@@ -7,8 +7,9 @@
 
 use proc_macro2::TokenStream;
 
-use crate::diagnostic::Diagnostics;
-use crate::{emit, lower, model, parse, validate};
+use crate::emit;
+use stencil_lang::diagnostic::Diagnostics;
+use stencil_lang::{lower, model, parse, validate};
 
 /// Expands the input of `stencil! { ... }`.
 pub(crate) fn expand(input: TokenStream) -> TokenStream {

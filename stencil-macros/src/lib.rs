@@ -1,23 +1,14 @@
 //! The `stencil!` proc macro. Use it through the `stencil` crate (`stencil::stencil!`); this
 //! crate is an implementation detail whose generated code names `::stencil::__private` paths.
 //!
-//! This file is a thin shim over `expand`; the stages are separate modules on `proc_macro2`
-//! so each is unit-tested: `parse` (syn) -> `model` (the kernel as written, with spans) ->
-//! `validate` (names and indices; every diagnostic collected) -> `lower` (core IR through
-//! `KernelBuilder`, checked by core's verifier, errors mapped back to spans) -> `emit`.
+//! This file is a thin shim over `expand`. The front end (parse -> model -> validate -> lower,
+//! each diagnostic with its span) is the `stencil-lang` crate, which `stencil::parse` shares
+//! at run time; this crate adds `emit`, the generated code.
 
 #![forbid(unsafe_code)]
 
-mod checked;
-mod diagnostic;
 mod emit;
 mod expand;
-mod lower;
-mod model;
-mod parse;
-#[cfg(test)]
-mod testing;
-mod validate;
 
 /// Defines stencil kernels: each `fn` becomes a typed function returning a `Launch`, plus a
 /// module of the same name whose `stencil()` returns the compiled kernel.
@@ -95,7 +86,8 @@ mod validate;
 ///
 /// The order is an integer literal.
 ///
-/// Every mistake is a compile error pointing at the offending token.
+/// Every mistake is a compile error pointing at the offending token. `stencil::parse` accepts
+/// the same language from text at run time (one kernel and its helpers), with the same messages.
 #[proc_macro]
 pub fn stencil(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     expand::expand(input.into()).into()

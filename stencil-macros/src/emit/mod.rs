@@ -17,7 +17,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 use stencil_core::{ElemType, Kernel};
 
-use crate::model::{self, ArgKind};
+use stencil_lang::model::{self, ArgKind};
 
 /// The element type as a Rust type.
 fn elem_type(elem: ElemType) -> proc_macro2::Ident {

@@ -10,7 +10,11 @@ use stencil_core::{ElemType, Kernel, interp};
 
 use super::{builder, float_literal, inner_visibility, point_loop};
 use crate::expand::expand;
-use crate::testing::lowered;
+
+/// The verified kernel of `source`, which must be valid.
+fn lowered(source: &str) -> stencil_core::Kernel {
+    stencil_lang::compile(source).unwrap_or_else(|errors| panic!("{source}: {errors:?}"))
+}
 
 /// Kernels covering every language feature, each valid.
 const KERNELS: &[&str] = &[

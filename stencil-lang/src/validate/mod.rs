@@ -18,12 +18,12 @@
 //! where something could not be resolved.
 
 mod expr;
-pub(crate) mod finite_difference;
+pub mod finite_difference;
 mod helpers;
 mod inline;
 
-pub(crate) use expr::function_list;
-pub(crate) use helpers::{Helpers, check as check_helpers};
+pub use expr::function_list;
+pub use helpers::{Helpers, check as check_helpers};
 
 use std::collections::HashMap;
 
@@ -83,7 +83,7 @@ struct Context<'d> {
 }
 
 /// Checks `kernel`, reporting every problem, and resolves it; calls to `helpers` are inlined.
-pub(crate) fn check(
+pub fn check(
     kernel: &model::Kernel,
     helpers: &Helpers,
     diagnostics: &mut Diagnostics,

@@ -14,37 +14,37 @@ use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use syn::parse::{ParseStream, Parser};
 
 /// One `fn` item of the input.
-pub(crate) struct KernelItem {
+pub struct KernelItem {
     /// Outer attributes, doc comments included.
-    pub(crate) attrs: Vec<syn::Attribute>,
+    pub attrs: Vec<syn::Attribute>,
     /// Visibility.
-    pub(crate) vis: syn::Visibility,
+    pub vis: syn::Visibility,
     /// The signature.
-    pub(crate) sig: syn::Signature,
+    pub sig: syn::Signature,
     /// The body's statements, or why they do not parse.
-    pub(crate) body: syn::Result<Vec<syn::Stmt>>,
+    pub body: syn::Result<Vec<syn::Stmt>>,
     /// Span of the body's braces.
-    pub(crate) body_span: Span,
+    pub body_span: Span,
 }
 
 /// One helper `fn` of the input: `fn name(a, b) { let t = ..; value }`.
-pub(crate) struct HelperItem {
+pub struct HelperItem {
     /// Outer attributes (doc comments are allowed, others are reported later).
-    pub(crate) attrs: Vec<syn::Attribute>,
+    pub attrs: Vec<syn::Attribute>,
     /// Visibility as written (a helper has none; reported later).
-    pub(crate) vis: syn::Visibility,
+    pub vis: syn::Visibility,
     /// The helper's name.
-    pub(crate) name: proc_macro2::Ident,
+    pub name: proc_macro2::Ident,
     /// The parameter names, in order.
-    pub(crate) params: Vec<proc_macro2::Ident>,
+    pub params: Vec<proc_macro2::Ident>,
     /// The body's statements, or why they do not parse.
-    pub(crate) body: syn::Result<Vec<syn::Stmt>>,
+    pub body: syn::Result<Vec<syn::Stmt>>,
     /// Span of the body's braces.
-    pub(crate) body_span: Span,
+    pub body_span: Span,
 }
 
 /// One item of the input.
-pub(crate) enum Item {
+pub enum Item {
     /// A kernel: an `fn` with typed parameters.
     Kernel(Box<KernelItem>),
     /// A helper: an `fn` whose parameters are bare names.
@@ -52,13 +52,13 @@ pub(crate) enum Item {
 }
 
 /// Parses the whole macro input: one or more `fn` items.
-pub(crate) fn parse_items(input: TokenStream) -> syn::Result<Vec<Item>> {
+pub fn parse_items(input: TokenStream) -> syn::Result<Vec<Item>> {
     parse_all.parse2(input)
 }
 
 /// Parses the whole macro input, which must hold kernels only (for tests of later stages).
 #[cfg(test)]
-pub(crate) fn parse_kernels(input: TokenStream) -> syn::Result<Vec<KernelItem>> {
+pub fn parse_kernels(input: TokenStream) -> syn::Result<Vec<KernelItem>> {
     Ok(parse_items(input)?
         .into_iter()
         .filter_map(|item| match item {
@@ -156,7 +156,7 @@ fn helper_params(input: ParseStream<'_>) -> Option<Vec<proc_macro2::Ident>> {
 ///
 /// Only bracket groups that directly follow an identifier are touched, so attributes
 /// (`#[...]`) and array syntax elsewhere stay as written (and are rejected later, with spans).
-pub(crate) fn tuple_indices(stream: TokenStream) -> TokenStream {
+pub fn tuple_indices(stream: TokenStream) -> TokenStream {
     let mut out = Vec::new();
     let mut after_ident = false;
     for tree in stream {

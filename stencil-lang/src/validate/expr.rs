@@ -277,7 +277,7 @@ fn is_permutation(a: &[String], b: &[String]) -> bool {
 }
 
 /// `abs, sqrt, ..., min, max, pow, select, diff, diff2 and laplace`.
-pub(crate) fn function_list() -> String {
+pub fn function_list() -> String {
     let mut names: Vec<&str> = UnaryOp::ALL
         .iter()
         .filter(|op| UnaryOp::from_function_name(op.name()).is_some())

@@ -23,7 +23,7 @@ use crate::model::{self, ExprKind};
 
 /// Which operator.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Operator {
+pub enum Operator {
     /// `diff(u, i, h[, order])`
     First,
     /// `diff2(u, i, h[, order])`
@@ -33,11 +33,11 @@ pub(crate) enum Operator {
 }
 
 /// The orders available.
-pub(crate) const ORDERS: [u32; 4] = [2, 4, 6, 8];
+pub const ORDERS: [u32; 4] = [2, 4, 6, 8];
 
 impl Operator {
     /// The operator called `name`, if any.
-    pub(crate) fn from_name(name: &str) -> Option<Operator> {
+    pub fn from_name(name: &str) -> Option<Operator> {
         match name {
             "diff" => Some(Operator::First),
             "diff2" => Some(Operator::Second),
@@ -47,7 +47,7 @@ impl Operator {
     }
 
     /// Its name in the kernel language.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Operator::First => "diff",
             Operator::Second => "diff2",
@@ -56,17 +56,17 @@ impl Operator {
     }
 
     /// Whether its second argument is an index variable naming the dimension.
-    pub(crate) fn takes_dimension(self) -> bool {
+    pub fn takes_dimension(self) -> bool {
         self != Operator::Laplace
     }
 
     /// Position of the spacing argument (the order follows it, optionally).
-    pub(crate) fn spacing_position(self) -> usize {
+    pub fn spacing_position(self) -> usize {
         if self.takes_dimension() { 2 } else { 1 }
     }
 
     /// How it is called, for messages.
-    pub(crate) fn usage(self) -> &'static str {
+    pub fn usage(self) -> &'static str {
         match self {
             Operator::First => "`diff(u, i, h)` or `diff(u, i, h, order)`",
             Operator::Second => "`diff2(u, i, h)` or `diff2(u, i, h, order)`",
@@ -78,7 +78,7 @@ impl Operator {
     /// [`ORDERS`]), for the point itself and each distance `k` on both sides: the first
     /// derivative is `sum c_k (u[+k] - u[-k]) / h` (`c_0 = 0`), the second
     /// `(c_0 u[0] + sum c_k (u[+k] + u[-k])) / h^2`.
-    pub(crate) fn weights(self, order: u32) -> Vec<f64> {
+    pub fn weights(self, order: u32) -> Vec<f64> {
         let table: &[(f64, f64)] = match (self, order) {
             (Operator::First, 2) => &[(0.0, 1.0), (1.0, 2.0)],
             (Operator::First, 4) => &[(0.0, 1.0), (2.0, 3.0), (-1.0, 12.0)],

@@ -20,7 +20,7 @@ use crate::model::{self, Expr, ExprKind};
 
 /// What a helper's parameter is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum ParamKind {
+pub enum ParamKind {
     /// A grid, possibly shifted (`u` or `u[i + 1, j]` at the call).
     Grid,
     /// A value.
@@ -28,25 +28,25 @@ pub(crate) enum ParamKind {
 }
 
 /// One checked helper.
-pub(crate) struct Helper {
+pub struct Helper {
     /// The helper as written.
-    pub(crate) model: model::Helper,
+    pub model: model::Helper,
     /// What each parameter is.
-    pub(crate) kinds: Vec<ParamKind>,
+    pub kinds: Vec<ParamKind>,
     /// Whether it has an error already reported (calls to it are then placeholders).
-    pub(crate) broken: bool,
+    pub broken: bool,
 }
 
 /// The helpers of one `stencil!` block, by name.
 #[derive(Default)]
-pub(crate) struct Helpers {
+pub struct Helpers {
     list: Vec<Helper>,
     by_name: HashMap<String, usize>,
 }
 
 impl Helpers {
     /// The helper called `name`.
-    pub(crate) fn get(&self, name: &str) -> Option<&Helper> {
+    pub fn get(&self, name: &str) -> Option<&Helper> {
         self.by_name.get(name).map(|&h| &self.list[h])
     }
 }
@@ -122,7 +122,7 @@ struct Walk {
 }
 
 /// Checks every helper of a block, reporting each mistake once.
-pub(crate) fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers {
+pub fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers {
     let mut helpers = Helpers::default();
     let mut arities = HashMap::new();
     for helper in &list {

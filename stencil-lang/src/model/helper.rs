@@ -16,19 +16,19 @@ const HELPER_BODY: &str =
     "a helper's body is `let`s followed by its value, as in `{ let a = u[i, j]; a * a }`";
 
 /// One helper of the invocation.
-pub(crate) struct Helper {
+pub struct Helper {
     /// Its name.
-    pub(crate) name: Ident,
+    pub name: Ident,
     /// Its parameter names, in order.
-    pub(crate) params: Vec<Ident>,
+    pub params: Vec<Ident>,
     /// Its `let`s, in order.
-    pub(crate) lets: Vec<(Ident, Expr)>,
+    pub lets: Vec<(Ident, Expr)>,
     /// Its value (an invalid placeholder when the body has none).
-    pub(crate) value: Expr,
+    pub value: Expr,
 }
 
 /// Builds the model of one helper, reporting what a helper cannot hold.
-pub(crate) fn build(item: HelperItem, diagnostics: &mut Diagnostics) -> Helper {
+pub fn build(item: HelperItem, diagnostics: &mut Diagnostics) -> Helper {
     for attr in &item.attrs {
         if !attr.path().is_ident("doc") {
             diagnostics.error_at(attr, "a helper takes no attributes (doc comments only)");
