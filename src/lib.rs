@@ -40,8 +40,9 @@
 //! Kernels may call helpers defined beside them (`fn lap(u) { .. }`) and the central
 //! finite-difference operators `diff`, `diff2` and `laplace`; `kernel::with(.., kernel::Params
 //! { .. })` names each scalar parameter at the call site. Kernels can also be built at run
-//! time with [`KernelBuilder`] and run through [`Launch::new`]. [`verify()`] checks a kernel on
-//! every backend against the reference interpreter; call it in your own tests.
+//! time with [`KernelBuilder`] or from text in the same language with [`parse()`], and run
+//! through [`Launch::new`]. [`verify()`] checks a kernel on every backend against the
+//! reference interpreter; call it in your own tests.
 //!
 //! See ARCHITECTURE.md in the repository for how the pieces fit.
 
@@ -52,12 +53,14 @@ extern crate self as stencil;
 pub mod kernels;
 mod launch;
 pub mod padding;
+mod parse;
 pub mod steps;
 pub mod tuning;
 pub mod verify;
 
 pub use launch::Launch;
 pub use padding::{PaddingReport, PaddingTrial};
+pub use parse::parse;
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use stencil_core::schedule::{GpuVariant, MergeKind};
 pub use stencil_core::{
