@@ -36,10 +36,14 @@
 //! it to the IR of [`stencil_core`], and generates a typed function with the kernel's own
 //! signature returning a [`Launch`]; `.run()` validates the call (shapes, halos) and runs it on
 //! the CPU backend. With a `#[rotate(..)]` attribute it also generates `kernel::steps(..)`, a
-//! time loop ([`Steps`]) that runs many steps in one call, several per trip through memory. Kernels can also be built at run time with [`KernelBuilder`] and run through
-//! [`Launch::new`]. [`verify()`] checks a kernel on every backend against the reference
-//! interpreter; call it in your own tests. [`output`] (feature `output`, on by default)
-//! writes grids as VTK files for ParaView and as PNG slices with a colour bar.
+//! time loop ([`Steps`]) that runs many steps in one call, several per trip through memory.
+//! Kernels may call helpers defined beside them (`fn lap(u) { .. }`) and the central
+//! finite-difference operators `diff`, `diff2` and `laplace`; `kernel::with(.., kernel::Params
+//! { .. })` names each scalar parameter at the call site. Kernels can also be built at run
+//! time with [`KernelBuilder`] or from text in the same language with [`parse()`], and run
+//! through [`Launch::new`]. [`verify()`] checks a kernel on every backend against the
+//! reference interpreter; call it in your own tests. [`output`] (feature `output`, on by
+//! default) writes grids as VTK files for ParaView and as PNG slices with a colour bar.
 //!
 //! See ARCHITECTURE.md in the repository for how the pieces fit.
 
@@ -52,12 +56,14 @@ mod launch;
 #[cfg(feature = "output")]
 pub mod output;
 pub mod padding;
+mod parse;
 pub mod steps;
 pub mod tuning;
 pub mod verify;
 
 pub use launch::Launch;
 pub use padding::{PaddingReport, PaddingTrial};
+pub use parse::parse;
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use stencil_core::schedule::{GpuVariant, MergeKind};
 pub use stencil_core::{

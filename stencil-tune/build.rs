@@ -17,6 +17,7 @@ fn main() {
         "../stencil-core/src",
         "../stencil-cpu/src",
         "../stencil-cuda/src",
+        "../stencil-lang/src",
         "../stencil-macros/src",
     ]
     .iter()

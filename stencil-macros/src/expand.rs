@@ -2,25 +2,51 @@
 //!
 //! Each kernel of an invocation expands on its own: a kernel with errors becomes its
 //! `compile_error!`s plus a stub of its public items, and the other kernels expand normally,
-//! so one mistake produces one error.
+//! so one mistake produces one error. Helpers expand to nothing of their own: they are checked
+//! once (their mistakes reported once, whoever calls them) and inlined where kernels call them.
 
 use proc_macro2::TokenStream;
 
-use crate::diagnostic::Diagnostics;
-use crate::{emit, lower, model, parse, validate};
+use crate::emit;
+use stencil_lang::diagnostic::Diagnostics;
+use stencil_lang::{lower, model, parse, validate};
 
 /// Expands the input of `stencil! { ... }`.
 pub(crate) fn expand(input: TokenStream) -> TokenStream {
-    match parse::parse_kernels(input) {
-        Ok(items) => items.into_iter().map(expand_kernel).collect(),
-        Err(error) => error.to_compile_error(),
+    let items = match parse::parse_items(input) {
+        Ok(items) => items,
+        Err(error) => return error.to_compile_error(),
+    };
+    let mut diagnostics = Diagnostics::default();
+    let mut kernels = Vec::new();
+    let mut helpers = Vec::new();
+    for item in items {
+        match item {
+            parse::Item::Kernel(kernel) => kernels.push(*kernel),
+            parse::Item::Helper(helper) => {
+                helpers.push(model::build_helper(helper, &mut diagnostics));
+            }
+        }
     }
+    let helpers = validate::check_helpers(helpers, &mut diagnostics);
+    let helpers_failed = !diagnostics.is_empty();
+    let mut out = diagnostics.to_compile_errors();
+    for kernel in kernels {
+        out.extend(expand_kernel(kernel, &helpers, helpers_failed));
+    }
+    out
 }
 
-fn expand_kernel(item: parse::KernelItem) -> TokenStream {
+/// Expands one kernel; `helpers_failed` says the block's helpers had errors (reported), which
+/// explain a kernel that calls them and is otherwise fine.
+fn expand_kernel(
+    item: parse::KernelItem,
+    helpers: &validate::Helpers,
+    helpers_failed: bool,
+) -> TokenStream {
     let mut diagnostics = Diagnostics::default();
     let model = model::build(item, &mut diagnostics);
-    let checked = validate::check(&model, &mut diagnostics);
+    let checked = validate::check(&model, helpers, &mut diagnostics);
     let lowered = lower::lower(&checked, &mut diagnostics);
     if let (Some(kernel), Some(rotate)) = (&lowered, &model.rotate)
         && !rotate.chains.is_empty()
@@ -30,7 +56,7 @@ fn expand_kernel(item: parse::KernelItem) -> TokenStream {
     match lowered {
         Some(kernel) if diagnostics.is_empty() => emit::kernel(&model, &kernel),
         _ => {
-            if diagnostics.is_empty() {
+            if diagnostics.is_empty() && !helpers_failed {
                 // A placeholder without an error of its own would be a bug; never fail silently.
                 diagnostics.error_at(&model.name, "stencil!: this kernel is invalid");
             }

@@ -1,26 +1,26 @@
 //! The `stencil!` proc macro. Use it through the `stencil` crate (`stencil::stencil!`); this
 //! crate is an implementation detail whose generated code names `::stencil::__private` paths.
 //!
-//! This file is a thin shim over `expand`; the stages are separate modules on `proc_macro2`
-//! so each is unit-tested: `parse` (syn) -> `model` (the kernel as written, with spans) ->
-//! `validate` (names and indices; every diagnostic collected) -> `lower` (core IR through
-//! `KernelBuilder`, checked by core's verifier, errors mapped back to spans) -> `emit`.
+//! This file is a thin shim over `expand`. The front end (parse -> model -> validate -> lower,
+//! each diagnostic with its span) is the `stencil-lang` crate, which `stencil::parse` shares
+//! at run time; this crate adds `emit`, the generated code.
 
 #![forbid(unsafe_code)]
 
-mod checked;
-mod diagnostic;
 mod emit;
 mod expand;
-mod lower;
-mod model;
-mod parse;
-#[cfg(test)]
-mod testing;
-mod validate;
 
 /// Defines stencil kernels: each `fn` becomes a typed function returning a `Launch`, plus a
 /// module of the same name whose `stencil()` returns the compiled kernel.
+///
+/// The module also holds `Params`, a struct of the kernel's scalar parameters as named fields,
+/// and `with(grids.., Params)`, the same call with each scalar named at the call site, so two
+/// parameters swapped cannot compile silently; a kernel with `#[rotate(..)]` also gets
+/// `steps_with(grids.., Params)` beside `steps(..)`:
+///
+/// ```text
+/// heat::with(&u, &mut v, heat::Params { c0: 0.4, c1: 0.1 }).run()?;
+/// ```
 ///
 /// ```text
 /// stencil! {
@@ -44,9 +44,50 @@ mod validate;
 ///   integer constant of at most 8.
 /// - Values: numbers, parameters, temporaries, reads, `+ - * /`, unary `-`, parentheses,
 ///   `abs sqrt exp ln sin cos tan tanh floor ceil` (one argument), `min max pow` (two),
-///   comparisons, `&& || !`, and `if c { a } else { b }` or `select(c, a, b)`.
+///   comparisons, `&& || !`, `if c { a } else { b }` or `select(c, a, b)`, calls of helpers,
+///   and the finite-difference operators below.
 ///
-/// Every mistake is a compile error pointing at the offending token.
+/// # Helpers
+///
+/// An `fn` whose parameters are bare names, without types, is a *helper*: an expression
+/// function that kernels of the same `stencil!` block (and other helpers, in any order) call.
+///
+/// ```text
+/// stencil! {
+///     fn lap(u) { u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1] - 4.0 * u[i, j] }
+///     fn react(a, b) { let ab2 = a * b * b; ab2 }
+///     pub fn gray_scott(u: &Grid2<f64>, v: &Grid2<f64>, un: &mut Grid2<f64>, ...) {
+///         un[i, j] = u[i, j] + dt * (du * lap(u) - react(u[i, j], v[i, j]) + ...);
+///     }
+/// }
+/// ```
+///
+/// - The body is `let`s followed by one expression, its value (no `;` after it); it sees only
+///   its parameters and its `let`s, and writes nothing. A helper has no visibility and no
+///   attributes but doc comments, and generates no Rust item.
+/// - A parameter the body indexes (`u[i-1, j]`) or passes on as a grid is a *grid*
+///   parameter; the caller passes a grid, `u`, or a shifted grid, `u[i + 1, j]`, whose offsets
+///   add to those in the body (the sum must stay within the radius limit of 8). Any other
+///   parameter is a *value*, computed once per point from the argument.
+/// - Indices in a body use the calling kernel's index variables.
+/// - Each call is inlined into the kernel's IR; helpers cannot be recursive, directly or
+///   through other helpers. A helper cannot take a built-in function's name.
+///
+/// # Finite differences
+///
+/// Central differences of order 2 (the default), 4, 6 or 8 (radius `order / 2`), with the
+/// standard weights and the grid spacing `h` (a value) as an argument; the grid may be shifted.
+///
+/// - `diff(u, i, h)`, `diff(u, i, h, order)`: first derivative of `u` along the dimension of
+///   index variable `i` (any of the kernel's index variables).
+/// - `diff2(u, i, h)`, `diff2(u, i, h, order)`: second derivative along `i`.
+/// - `laplace(u, h)`, `laplace(u, h, order)`: the sum of the second derivatives along every
+///   dimension, spacing `h` in each.
+///
+/// The order is an integer literal.
+///
+/// Every mistake is a compile error pointing at the offending token. `stencil::parse` accepts
+/// the same language from text at run time (one kernel and its helpers), with the same messages.
 #[proc_macro]
 pub fn stencil(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     expand::expand(input.into()).into()

@@ -17,7 +17,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 use stencil_core::{ElemType, Kernel};
 
-use crate::model::{self, ArgKind};
+use stencil_lang::model::{self, ArgKind};
 
 /// The element type as a Rust type.
 fn elem_type(elem: ElemType) -> proc_macro2::Ident {
@@ -162,8 +162,8 @@ impl PublicItems<'_> {
             );
             quote!(#[doc = #text])
         });
-        let must_use = (!has("must_use"))
-            .then(|| quote!(#[must_use = "a Launch does nothing until `.run()` is called"]));
+        // No `#[must_use]` here: `Launch` is `#[must_use]` itself, and both would warn twice
+        // about one forgotten `.run()`.
         let names = model.args.iter().map(|arg| {
             if stub {
                 quote!(_)
@@ -180,7 +180,6 @@ impl PublicItems<'_> {
         quote! {
             #(#attrs)*
             #doc
-            #must_use
             #[allow(non_snake_case, clippy::too_many_arguments)]
             #vis fn #name<'g>(#(#names: #types),*) -> ::stencil::__private::Launch<'g, #elem, #n_dims> {
                 #body
@@ -227,7 +226,6 @@ impl PublicItems<'_> {
         );
         quote! {
             #[doc = #doc]
-            #[must_use = "Steps does nothing until `.run(n)` is called"]
             #[allow(non_snake_case, clippy::too_many_arguments)]
             #inner_vis fn steps<'g>(#(#names: #types),*)
                 -> ::stencil::__private::Steps<'g, #elem, #n_dims>
@@ -235,6 +233,103 @@ impl PublicItems<'_> {
                 #body
             }
         }
+    }
+
+    /// `Params` (the kernel's scalar parameters as named fields), `with(grids.., Params)`
+    /// and, for a kernel with `#[rotate(..)]`, `steps_with(grids.., Params)`: the same calls
+    /// as the positional ones, each scalar named at the call site. Bodies `unreachable!()` in
+    /// a stub.
+    fn named_params(&self, rotating: Option<&[String]>, stub: bool) -> TokenStream {
+        let model = self.model;
+        let inner_vis = inner_visibility(&model.vis);
+        let elem = elem_type(self.elem);
+        let n_dims = Literal::usize_unsuffixed(self.n_dims);
+        let kernel = &model.name;
+        let types = self.param_types();
+        let mut fields = Vec::new();
+        let mut grid_params = Vec::new();
+        let mut steps_params = Vec::new();
+        let mut call_args = Vec::new();
+        for (arg, ty) in model.args.iter().zip(&types) {
+            let name = &arg.name;
+            match &arg.kind {
+                ArgKind::Field {
+                    output,
+                    elem: declared,
+                    dims,
+                } => {
+                    // A stub's parameters are `_`, so its unused grids add no warnings.
+                    let param = if stub { quote!(_) } else { quote!(#name) };
+                    grid_params.push(quote!(#param: #ty));
+                    let unraw = syn::ext::IdentExt::unraw(name).to_string();
+                    let steps_ty = if !output && rotating.is_some_and(|r| r.contains(&unraw)) {
+                        let elem = declared.elem.map_or_else(|| elem.clone(), elem_type);
+                        let n = Literal::usize_unsuffixed(dims.0);
+                        quote!(&'g mut ::stencil::__private::Grid<#elem, #n>)
+                    } else {
+                        ty.clone()
+                    };
+                    steps_params.push(quote!(#param: #steps_ty));
+                    call_args.push(quote!(#name));
+                }
+                _ => {
+                    let doc = format!(" The `{}` parameter.", syn::ext::IdentExt::unraw(name));
+                    fields.push(quote! {
+                        #[doc = #doc]
+                        #inner_vis #name: #ty
+                    });
+                    call_args.push(quote!(__params.#name));
+                }
+            }
+        }
+        let body = |call: TokenStream| {
+            if stub {
+                quote!(::core::unreachable!())
+            } else {
+                call
+            }
+        };
+        let params_name = if stub { quote!(_) } else { quote!(__params) };
+        let launch_body = body(quote!(super::#kernel(#(#call_args),*)));
+        let struct_doc = format!(
+            " The scalar parameters of the `{kernel}` kernel by name, for `{kernel}::with(..)`: \
+             swapping two of them is a compile error, not a silent change of the physics."
+        );
+        let with_doc = format!(
+            " Binds the `{kernel}` kernel like `{kernel}(..)`, with its grids in order and its \
+             scalar parameters named in `Params`; `.run()` runs it."
+        );
+        let mut out = quote! {
+            #[doc = #struct_doc]
+            #[derive(Clone, Copy, Debug, PartialEq)]
+            #inner_vis struct Params {
+                #(#fields,)*
+            }
+
+            #[doc = #with_doc]
+            #inner_vis fn with<'g>(#(#grid_params,)* #params_name: Params)
+                -> ::stencil::__private::Launch<'g, #elem, #n_dims>
+            {
+                #launch_body
+            }
+        };
+        if rotating.is_some() {
+            // `self::`, so a grid parameter named `steps` cannot shadow the function.
+            let steps_body = body(quote!(self::steps(#(#call_args),*)));
+            let steps_doc = format!(
+                " Binds the `{kernel}` kernel's time loop like `{kernel}::steps(..)`, its scalar \
+                 parameters named in `Params`; `.run(n)` runs `n` steps."
+            );
+            out.extend(quote! {
+                #[doc = #steps_doc]
+                #inner_vis fn steps_with<'g>(#(#steps_params,)* #params_name: Params)
+                    -> ::stencil::__private::Steps<'g, #elem, #n_dims>
+                {
+                    #steps_body
+                }
+            });
+        }
+        out
     }
 
     /// The module named after the kernel, holding `stencil()` (with `stencil_body`) and `rest`.
@@ -334,6 +429,9 @@ pub(crate) fn kernel(model: &model::Kernel, kernel: &Kernel) -> TokenStream {
             )
         };
         rest.extend(items.steps_function(&rotating, Some(&body)));
+        rest.extend(items.named_params(Some(&rotating), false));
+    } else {
+        rest.extend(items.named_params(None, false));
     }
     let mut out = items.function(&call, false);
     out.extend(items.module(&stencil_body, &rest));
@@ -352,9 +450,11 @@ pub(crate) fn stub(model: &model::Kernel, elem: ElemType, n_dims: usize) -> Toke
     let rest = match &model.rotate {
         Some(rotate) => {
             let rotating: Vec<String> = rotate.names().into_iter().flatten().collect();
-            items.steps_function(&rotating, None)
+            let mut rest = items.steps_function(&rotating, None);
+            rest.extend(items.named_params(Some(&rotating), true));
+            rest
         }
-        None => TokenStream::new(),
+        None => items.named_params(None, true),
     };
     out.extend(items.module(&unreachable, &rest));
     out

@@ -41,6 +41,14 @@ stencil! {
         out[i] = u[i];
     }
 
+    /// A helper (documented, as helpers may be): a scaled second difference along `i`.
+    fn bend(w, c) { let two = 2.0; c * (w[i - 1, j] - two * w[i, j] + w[i + 1, j]) }
+
+    fn operators(u: &Grid2<f64>, out: &mut Grid2<f64>, h: f64) {
+        out[i, j] = laplace(u, h, 8) + diff(u[i, j + 1], i, h, 6) - diff2(u, j, h, 4)
+            + bend(u[i + 1, j], h) + diff(u, j, 0.5);
+    }
+
     fn four(u: &Grid4<f64>, out: &mut Grid4<f64>) {
         out[w, x, y, z] = u[w, x, y, z - 1] + u[w + 1, x, y, z] - 0.1 * u[w, x - 2, y + 1, z];
     }
@@ -63,6 +71,7 @@ fn main() -> Result<(), Error> {
     check(four::stencil(), "four");
     check(constant::stencil(), "constant");
     check(copy::stencil(), "copy");
+    check(operators::stencil(), "operators");
     assert_eq!(four::stencil().kernel().index_names, ["w", "x", "y", "z"]);
 
     // The typed call: a point source spreads to its six neighbours.
@@ -70,6 +79,9 @@ fn main() -> Result<(), Error> {
     u.fill_with(|[i, j, k]| if [i, j, k] == [1, 2, 3] { 1.0 } else { 0.0 });
     let mut v = u.like();
     heat(&u, &mut v, 0.5, 0.25).run()?;
+    let mut by_name = u.like();
+    heat::with(&u, &mut by_name, heat::Params { c1: 0.25, c0: 0.5 }).run()?;
+    assert_eq!(by_name.as_slice(), v.as_slice());
     // (Points whose neighbours are all interior, so the boundary condition does not matter.)
     assert_eq!(v.get([1, 2, 3]), Some(0.5));
     assert_eq!(v.get([1, 2, 2]), Some(0.25));

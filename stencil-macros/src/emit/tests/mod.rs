@@ -10,7 +10,11 @@ use stencil_core::{ElemType, Kernel, interp};
 
 use super::{builder, float_literal, inner_visibility, point_loop};
 use crate::expand::expand;
-use crate::testing::lowered;
+
+/// The verified kernel of `source`, which must be valid.
+fn lowered(source: &str) -> stencil_core::Kernel {
+    stencil_lang::compile(source).unwrap_or_else(|errors| panic!("{source}: {errors:?}"))
+}
 
 /// Kernels covering every language feature, each valid.
 const KERNELS: &[&str] = &[
@@ -66,7 +70,6 @@ fn the_expansion_has_the_contracted_shape() {
     let signature = quote::quote!(#function).to_string();
     for expected in [
         "# [doc = \" One Jacobi sweep.\"]",
-        "# [must_use = \"a Launch does nothing until `.run()` is called\"]",
         "pub fn heat < 'g > (u : & 'g :: stencil :: __private :: Grid < f64 , 3 > , out : & 'g mut :: stencil :: __private :: Grid < f64 , 3 > , c0 : f64 , c1 : f64) -> :: stencil :: __private :: Launch < 'g , f64 , 3 >",
         "Launch :: from_macro (heat :: stencil () , :: std :: vec ! [u] , :: std :: vec ! [out] , :: std :: vec ! [c0 , c1] ,)",
     ] {
@@ -82,6 +85,7 @@ fn the_expansion_has_the_contracted_shape() {
         .iter()
         .map(|item| match item {
             syn::Item::Fn(f) => f.sig.ident.to_string(),
+            syn::Item::Struct(s) => s.ident.to_string(),
             other => panic!("unexpected item {other:?}"),
         })
         .collect();
@@ -102,6 +106,8 @@ fn the_expansion_has_the_contracted_shape() {
             "__point_loop_streaming",
             "__point_loop_prefetching",
             "__point_loop",
+            "Params",
+            "with",
         ]
     );
     let module_text = quote::quote!(#module).to_string();
@@ -178,6 +184,12 @@ fn a_kernel_without_docs_gets_generated_ones() {
     ))
     .to_string();
     assert_eq!(text.matches("must_use").count(), 1, "{text}");
+    // Only `Launch` itself is `#[must_use]`, so a forgotten `.run()` is one warning.
+    let text = expand(tokens(
+        "fn k(u: &Grid1<f64>, out: &mut Grid1<f64>) { out[i] = u[i]; }",
+    ))
+    .to_string();
+    assert!(!text.contains("must_use"), "{text}");
 }
 
 #[test]

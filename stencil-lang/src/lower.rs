@@ -20,7 +20,7 @@ use crate::diagnostic::{Diagnostics, SpanRange};
 
 /// Lowers and verifies `checked`. Returns the kernel when it is valid and nothing was reported
 /// before; otherwise reports the verifier's errors and returns `None`.
-pub(crate) fn lower(checked: &CheckedKernel, diagnostics: &mut Diagnostics) -> Option<Kernel> {
+pub fn lower(checked: &CheckedKernel, diagnostics: &mut Diagnostics) -> Option<Kernel> {
     let earlier_errors = !diagnostics.is_empty() || checked.degraded;
     let mut lowering = Lowering {
         builder: KernelBuilder::new(&checked.name, checked.n_dims, checked.elem),

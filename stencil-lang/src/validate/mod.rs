@@ -8,10 +8,22 @@
 //! duplicate names, mixed element types, outputs written twice or never, an empty body) is
 //! left to the verifier, run by [`lower`](crate::lower), so a valid kernel is defined once.
 //!
+//! Calls to helpers are inlined here: the helper's body is checked in a scope of its own
+//! (its grid parameters bound to the caller's grids, shifted by the argument's offsets; its
+//! value parameters and `let`s bound to `let`s of the kernel, placed before the statement that
+//! makes the call), with the caller's index variables. Finite-difference operators expand
+//! here likewise ([`finite_difference`]).
+//!
 //! Every problem is reported; the result is always a [`CheckedKernel`], with placeholders
 //! where something could not be resolved.
 
 mod expr;
+pub mod finite_difference;
+mod helpers;
+mod inline;
+
+pub use expr::function_list;
+pub use helpers::{Helpers, check as check_helpers};
 
 use std::collections::HashMap;
 
@@ -23,13 +35,33 @@ use crate::diagnostic::{Diagnostics, SpanRange};
 use crate::model::{self, ArgKind, IndexKind};
 
 /// What a name in the body refers to.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Binding {
-    Field(usize),
+    /// A grid (a kernel's, or a helper's grid parameter: the caller's grid, shifted).
+    Field(usize, Shift),
     Param(usize),
     Let(usize),
+    /// A helper's value parameter given a constant.
+    Const(f64),
     /// A declaration that is itself wrong (already reported, or left to the verifier).
     Invalid,
+}
+
+/// The displacement of a grid passed to a helper as `u[i + 1, j]`: offsets within the helper
+/// add to it.
+#[derive(Clone, Copy, Debug)]
+struct Shift {
+    /// The displacement, one entry per dimension.
+    offset: [i64; MAX_DIMS],
+    /// Where the shifted argument is written (`None` for a kernel's own grid).
+    at: Option<SpanRange>,
+}
+
+impl Shift {
+    const NONE: Shift = Shift {
+        offset: [0; MAX_DIMS],
+        at: None,
+    };
 }
 
 /// Kernel-wide facts the body checks need.
@@ -42,10 +74,20 @@ struct Context<'d> {
     n_lets: usize,
     degraded: bool,
     diagnostics: &'d mut Diagnostics,
+    helpers: &'d Helpers,
+    /// `let`s made by inlining (helper arguments and `let`s), to be placed before the
+    /// statement being checked.
+    pending: Vec<CheckedStmt>,
+    /// The helpers being inlined, innermost last.
+    inlining: Vec<String>,
 }
 
-/// Checks `kernel`, reporting every problem, and resolves it.
-pub(crate) fn check(kernel: &model::Kernel, diagnostics: &mut Diagnostics) -> CheckedKernel {
+/// Checks `kernel`, reporting every problem, and resolves it; calls to `helpers` are inlined.
+pub fn check(
+    kernel: &model::Kernel,
+    helpers: &Helpers,
+    diagnostics: &mut Diagnostics,
+) -> CheckedKernel {
     let name_range = SpanRange::of(&kernel.name);
     let first_field = kernel.args.iter().find_map(|a| match &a.kind {
         ArgKind::Field { elem, dims, .. } => Some((a, elem, dims)),
@@ -66,6 +108,9 @@ pub(crate) fn check(kernel: &model::Kernel, diagnostics: &mut Diagnostics) -> Ch
         n_lets: 0,
         degraded: false,
         diagnostics,
+        helpers,
+        pending: Vec::new(),
+        inlining: Vec::new(),
     };
     let params = context.declare_args(kernel, elem, elem_from.is_some(), first_field.map(|f| f.0));
     context.index_names = context.index_names_of_first_store(&kernel.body);
@@ -73,11 +118,12 @@ pub(crate) fn check(kernel: &model::Kernel, diagnostics: &mut Diagnostics) -> Ch
         .index_names
         .clone()
         .unwrap_or_else(|| default_names(n_dims));
-    let body = kernel
-        .body
-        .iter()
-        .map(|statement| context.check_stmt(statement))
-        .collect();
+    let mut body = Vec::new();
+    for statement in &kernel.body {
+        let checked = context.check_stmt(statement);
+        body.append(&mut context.pending);
+        body.push(checked);
+    }
     CheckedKernel {
         name: kernel.name.unraw().to_string(),
         name_range,
@@ -161,7 +207,7 @@ impl Context<'_> {
                         name_range: SpanRange::of(&arg.name),
                         elem_range: spec.range,
                     });
-                    self.bind(name, Binding::Field(index));
+                    self.bind(name, Binding::Field(index, Shift::NONE));
                 }
                 ArgKind::Scalar(spec) => {
                     let declared = spec.elem.unwrap_or_else(|| {
@@ -270,7 +316,7 @@ impl Context<'_> {
     ) -> Option<usize> {
         let name = target.unraw().to_string();
         match self.scope.get(&name).copied() {
-            Some(Binding::Field(field)) => {
+            Some(Binding::Field(field, _)) => {
                 if let Some(offsets) = self.check_indices(&name, indices, bracket)
                     && offsets.iter().any(|&o| o != 0)
                 {
@@ -297,7 +343,7 @@ impl Context<'_> {
                 );
                 None
             }
-            Some(Binding::Let(_)) => {
+            Some(Binding::Let(_) | Binding::Const(_)) => {
                 self.diagnostics.error_at(
                     target,
                     format!("`{name}` is a temporary: only output grids can be written"),
@@ -326,5 +372,7 @@ impl Context<'_> {
     }
 }
 
+#[cfg(test)]
+mod helper_tests;
 #[cfg(test)]
 mod tests;

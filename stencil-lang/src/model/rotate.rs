@@ -14,16 +14,16 @@ use syn::punctuated::Punctuated;
 use crate::diagnostic::{Diagnostics, SpanRange};
 
 /// The chains of a `#[rotate(..)]` attribute, with the span of each name.
-pub(crate) struct Rotate {
+pub struct Rotate {
     /// Each chain's names, in order.
-    pub(crate) chains: Vec<Vec<Ident>>,
+    pub chains: Vec<Vec<Ident>>,
     /// The whole attribute (for errors about the rotation as a whole).
-    pub(crate) range: SpanRange,
+    pub range: SpanRange,
 }
 
 impl Rotate {
     /// The chains as strings.
-    pub(crate) fn names(&self) -> Vec<Vec<String>> {
+    pub fn names(&self) -> Vec<Vec<String>> {
         self.chains
             .iter()
             .map(|c| {
@@ -99,7 +99,7 @@ fn chain(input: ParseStream<'_>) -> syn::Result<Vec<Ident>> {
 /// `rotate` for the lowered `kernel`.
 ///
 /// [`Rotation::check`]: stencil_core::Rotation::check
-pub(crate) fn check(rotate: &Rotate, kernel: &stencil_core::Kernel, diagnostics: &mut Diagnostics) {
+pub fn check(rotate: &Rotate, kernel: &stencil_core::Kernel, diagnostics: &mut Diagnostics) {
     if let Err(errors) = stencil_core::Rotation::check(kernel, &rotate.names()) {
         for e in errors {
             let range = rotate

@@ -4,13 +4,26 @@ use stencil_core::Kernel;
 
 use crate::diagnostic::Diagnostics;
 use crate::diagnostic::testing::summary;
+use crate::parse::{Item, parse_items};
 use crate::{lower, model, validate};
 
-/// Runs model building, validation and lowering on the single kernel in `source`: the
-/// verified kernel (if valid) and every error as (message, source text it points at).
+/// Runs model building, validation and lowering on the single kernel in `source` (with the
+/// helpers defined beside it): the verified kernel (if valid) and every error, the helpers'
+/// first, as (message, source text it points at).
 pub(crate) fn pipeline(source: &str) -> (Option<Kernel>, Vec<(String, String)>) {
-    let (model, mut diagnostics): (model::Kernel, Diagnostics) = model::testing::model_of(source);
-    let checked = validate::check(&model, &mut diagnostics);
+    let mut diagnostics = Diagnostics::default();
+    let mut kernels = Vec::new();
+    let mut helpers = Vec::new();
+    for item in parse_items(source.parse().unwrap()).unwrap() {
+        match item {
+            Item::Kernel(kernel) => kernels.push(*kernel),
+            Item::Helper(helper) => helpers.push(model::build_helper(helper, &mut diagnostics)),
+        }
+    }
+    assert_eq!(kernels.len(), 1, "one kernel expected");
+    let helpers = validate::check_helpers(helpers, &mut diagnostics);
+    let model = model::build(kernels.remove(0), &mut diagnostics);
+    let checked = validate::check(&model, &helpers, &mut diagnostics);
     let kernel = lower::lower(&checked, &mut diagnostics);
     let errors = summary(source, &diagnostics)
         .into_iter()

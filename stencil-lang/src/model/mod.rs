@@ -6,10 +6,12 @@
 //! [`validate`](crate::validate)'s job), so the model may refer to unknown names.
 
 mod body;
+mod helper;
 mod rotate;
 mod signature;
 
-pub(crate) use rotate::{Rotate, check as check_rotate};
+pub use helper::{Helper, build as build_helper};
+pub use rotate::{Rotate, check as check_rotate};
 
 use proc_macro2::{Ident, Span};
 use stencil_core::{BinaryOp, CmpOp, ElemType, LogicOp};
@@ -18,35 +20,35 @@ use crate::diagnostic::{Diagnostics, SpanRange};
 use crate::parse::KernelItem;
 
 /// One kernel of the invocation.
-pub(crate) struct Kernel {
+pub struct Kernel {
     /// Outer attributes as written (doc comments included).
-    pub(crate) attrs: Vec<syn::Attribute>,
+    pub attrs: Vec<syn::Attribute>,
     /// Visibility as written.
-    pub(crate) vis: syn::Visibility,
+    pub vis: syn::Visibility,
     /// The function's name.
-    pub(crate) name: Ident,
+    pub name: Ident,
     /// The parameters, in declaration order.
-    pub(crate) args: Vec<Arg>,
+    pub args: Vec<Arg>,
     /// The statements that survived model building, in order.
-    pub(crate) body: Vec<Stmt>,
+    pub body: Vec<Stmt>,
     /// Span of the body's braces.
-    pub(crate) body_span: Span,
+    pub body_span: Span,
     /// The `#[rotate(..)]` attribute, taken off `attrs`.
-    pub(crate) rotate: Option<Rotate>,
+    pub rotate: Option<Rotate>,
 }
 
 /// One parameter of the kernel function.
-pub(crate) struct Arg {
+pub struct Arg {
     /// The parameter's name.
-    pub(crate) name: Ident,
+    pub name: Ident,
     /// What it is.
-    pub(crate) kind: ArgKind,
+    pub kind: ArgKind,
     /// The type as written (for the fallback stub when the type is not understood).
-    pub(crate) ty: syn::Type,
+    pub ty: syn::Type,
 }
 
 /// What a parameter is, as far as its type says.
-pub(crate) enum ArgKind {
+pub enum ArgKind {
     /// A grid: `&GridN<T>` (input) or `&mut GridN<T>` (output).
     Field {
         /// Whether it is `&mut` (an output).
@@ -64,15 +66,15 @@ pub(crate) enum ArgKind {
 
 /// An element type as written: `None` when it is not `f32` or `f64`.
 #[derive(Clone, Copy)]
-pub(crate) struct ElemSpec {
+pub struct ElemSpec {
     /// The type, when it is one the kernel language knows.
-    pub(crate) elem: Option<ElemType>,
+    pub elem: Option<ElemType>,
     /// Where it is written.
-    pub(crate) range: SpanRange,
+    pub range: SpanRange,
 }
 
 /// One statement of the body.
-pub(crate) enum Stmt {
+pub enum Stmt {
     /// `let name = value;`
     Let {
         /// The temporary's name.
@@ -96,15 +98,15 @@ pub(crate) enum Stmt {
 }
 
 /// An expression with its source range.
-pub(crate) struct Expr {
+pub struct Expr {
     /// What it is.
-    pub(crate) kind: ExprKind,
+    pub kind: ExprKind,
     /// Where it is written.
-    pub(crate) range: SpanRange,
+    pub range: SpanRange,
 }
 
 /// An expression of the kernel language.
-pub(crate) enum ExprKind {
+pub enum ExprKind {
     /// A numeric literal.
     Number(f64),
     /// A bare name: a parameter or a `let` (or an error).
@@ -153,7 +155,7 @@ pub(crate) enum ExprKind {
 
 /// A binary operator of the kernel language.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum BinaryOperator {
+pub enum BinaryOperator {
     /// `+ - * /`
     Arithmetic(BinaryOp),
     /// `< <= > >= == !=`
@@ -163,15 +165,15 @@ pub(crate) enum BinaryOperator {
 }
 
 /// One index of an access, such as `i`, `j + 1` or `k - 2`.
-pub(crate) struct Index {
+pub struct Index {
     /// What it is.
-    pub(crate) kind: IndexKind,
+    pub kind: IndexKind,
     /// Where it is written.
-    pub(crate) range: SpanRange,
+    pub range: SpanRange,
 }
 
 /// The forms an index can take.
-pub(crate) enum IndexKind {
+pub enum IndexKind {
     /// `var`, `var + n` or `var - n` with an integer literal `n` (`offset` is `±n`).
     Var {
         /// The index variable.
@@ -190,7 +192,7 @@ pub(crate) enum IndexKind {
 }
 
 /// Builds the model of one parsed kernel, reporting syntax the kernel language lacks.
-pub(crate) fn build(mut item: KernelItem, diagnostics: &mut Diagnostics) -> Kernel {
+pub fn build(mut item: KernelItem, diagnostics: &mut Diagnostics) -> Kernel {
     let rotate = rotate::take(&mut item.attrs, diagnostics);
     let args = signature::build_args(&item.sig, diagnostics);
     let body = match &item.body {
@@ -212,7 +214,7 @@ pub(crate) fn build(mut item: KernelItem, diagnostics: &mut Diagnostics) -> Kern
 }
 
 #[cfg(test)]
-pub(crate) mod testing {
+pub mod testing {
     //! Building models from source text in tests.
 
     use super::{Kernel, build};
@@ -220,7 +222,7 @@ pub(crate) mod testing {
     use crate::parse::parse_kernels;
 
     /// The model of the single kernel in `source`, and the diagnostics of building it.
-    pub(crate) fn model_of(source: &str) -> (Kernel, Diagnostics) {
+    pub fn model_of(source: &str) -> (Kernel, Diagnostics) {
         let mut items = parse_kernels(source.parse().unwrap()).unwrap();
         assert_eq!(items.len(), 1, "one kernel expected");
         let mut diagnostics = Diagnostics::default();

@@ -10,16 +10,16 @@ use quote::ToTokens;
 
 /// The source range of some syntax: from its first token to its last.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SpanRange {
+pub struct SpanRange {
     /// Span of the first token.
-    pub(crate) start: Span,
+    pub start: Span,
     /// Span of the last token.
-    pub(crate) end: Span,
+    pub end: Span,
 }
 
 impl SpanRange {
     /// A range covering one span.
-    pub(crate) fn single(span: Span) -> SpanRange {
+    pub fn single(span: Span) -> SpanRange {
         SpanRange {
             start: span,
             end: span,
@@ -27,7 +27,7 @@ impl SpanRange {
     }
 
     /// The range of `syntax`'s tokens (the call site if it has none).
-    pub(crate) fn of(syntax: &(impl ToTokens + ?Sized)) -> SpanRange {
+    pub fn of(syntax: &(impl ToTokens + ?Sized)) -> SpanRange {
         let mut tokens = syntax.to_token_stream().into_iter();
         match tokens.next() {
             None => SpanRange::single(Span::call_site()),
@@ -40,7 +40,7 @@ impl SpanRange {
     }
 
     /// From the start of `self` to the end of `other`.
-    pub(crate) fn to(self, other: SpanRange) -> SpanRange {
+    pub fn to(self, other: SpanRange) -> SpanRange {
         SpanRange {
             start: self.start,
             end: other.end,
@@ -50,11 +50,11 @@ impl SpanRange {
 
 /// One compile error.
 #[derive(Clone, Debug)]
-pub(crate) struct Diagnostic {
+pub struct Diagnostic {
     /// Where the error points.
-    pub(crate) range: SpanRange,
+    pub range: SpanRange,
     /// What is wrong (short, lowercase first word).
-    pub(crate) message: String,
+    pub message: String,
 }
 
 impl Diagnostic {
@@ -73,60 +73,63 @@ impl Diagnostic {
 
 /// Every error found so far, in the order found.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Diagnostics {
+pub struct Diagnostics {
     list: Vec<Diagnostic>,
 }
 
 impl Diagnostics {
-    /// Records an error at `range`.
-    pub(crate) fn error(&mut self, range: SpanRange, message: impl Into<String>) {
-        self.list.push(Diagnostic {
-            range,
-            message: message.into(),
-        });
+    /// Records an error at `range`, unless the same error is already recorded there (a
+    /// helper inlined twice reports a mistake in its body once).
+    pub fn error(&mut self, range: SpanRange, message: impl Into<String>) {
+        let message = message.into();
+        let place = |r: &SpanRange| format!("{:?} {:?}", r.start, r.end);
+        let here = place(&range);
+        if self
+            .list
+            .iter()
+            .any(|d| d.message == message && place(&d.range) == here)
+        {
+            return;
+        }
+        self.list.push(Diagnostic { range, message });
     }
 
     /// Records an error at the tokens of `syntax`.
-    pub(crate) fn error_at(
-        &mut self,
-        syntax: &(impl ToTokens + ?Sized),
-        message: impl Into<String>,
-    ) {
+    pub fn error_at(&mut self, syntax: &(impl ToTokens + ?Sized), message: impl Into<String>) {
         self.error(SpanRange::of(syntax), message);
     }
 
     /// Records a `syn` parse error (keeping its span).
-    pub(crate) fn syn_error(&mut self, error: &syn::Error) {
+    pub fn syn_error(&mut self, error: &syn::Error) {
         for e in error.clone() {
             self.error(SpanRange::single(e.span()), e.to_string());
         }
     }
 
     /// Whether no error was recorded.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
 
     /// Number of errors recorded.
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.list.len()
     }
 
     /// The errors, in order.
-    #[cfg(test)]
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
         self.list.iter()
     }
 
     /// One `compile_error!` per error.
-    pub(crate) fn to_compile_errors(&self) -> TokenStream {
+    pub fn to_compile_errors(&self) -> TokenStream {
         self.list.iter().map(Diagnostic::to_compile_error).collect()
     }
 }
 
 #[cfg(test)]
-pub(crate) mod testing {
+pub mod testing {
     //! Helpers to check what source text a diagnostic points at (needs proc-macro2's
     //! `span-locations`, enabled for tests in Cargo.toml).
 
@@ -149,7 +152,7 @@ pub(crate) mod testing {
 
     /// The text of `source` that `diagnostic` covers. `source` must be the exact string the
     /// tokens were parsed from.
-    pub(crate) fn covered_text<'s>(source: &'s str, diagnostic: &Diagnostic) -> &'s str {
+    pub fn covered_text<'s>(source: &'s str, diagnostic: &Diagnostic) -> &'s str {
         let start = diagnostic.range.start.start();
         let end = diagnostic.range.end.end();
         &source[byte_offset(source, start.line, start.column)
@@ -157,10 +160,7 @@ pub(crate) mod testing {
     }
 
     /// `(message, covered text)` of every diagnostic.
-    pub(crate) fn summary<'s>(
-        source: &'s str,
-        diagnostics: &Diagnostics,
-    ) -> Vec<(String, &'s str)> {
+    pub fn summary<'s>(source: &'s str, diagnostics: &Diagnostics) -> Vec<(String, &'s str)> {
         diagnostics
             .iter()
             .map(|d| (d.message.clone(), covered_text(source, d)))

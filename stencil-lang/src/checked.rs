@@ -12,60 +12,60 @@ use stencil_core::{BinaryOp, CmpOp, ElemType, LogicOp, Role, UnaryOp};
 use crate::diagnostic::SpanRange;
 
 /// A kernel whose names and indices are resolved.
-pub(crate) struct CheckedKernel {
+pub struct CheckedKernel {
     /// The kernel's name (the function's, without `r#`).
-    pub(crate) name: String,
+    pub name: String,
     /// Where the name is written.
-    pub(crate) name_range: SpanRange,
+    pub name_range: SpanRange,
     /// Where the body is written.
-    pub(crate) body_range: SpanRange,
+    pub body_range: SpanRange,
     /// Number of dimensions (of the first grid parameter).
-    pub(crate) n_dims: usize,
+    pub n_dims: usize,
     /// Where the dimension count is written.
-    pub(crate) dims_range: SpanRange,
+    pub dims_range: SpanRange,
     /// The element type (of the first grid parameter).
-    pub(crate) elem: ElemType,
+    pub elem: ElemType,
     /// Index variable names, one per dimension.
-    pub(crate) index_names: Vec<String>,
+    pub index_names: Vec<String>,
     /// Grid parameters in declaration order.
-    pub(crate) fields: Vec<FieldDecl>,
+    pub fields: Vec<FieldDecl>,
     /// Scalar parameters in declaration order.
-    pub(crate) params: Vec<ParamDecl>,
+    pub params: Vec<ParamDecl>,
     /// The statements.
-    pub(crate) body: Vec<CheckedStmt>,
+    pub body: Vec<CheckedStmt>,
     /// Whether something was replaced by a placeholder without an error of its own (the
     /// verifier reports it), so errors that follow from the placeholder must be dropped.
-    pub(crate) degraded: bool,
+    pub degraded: bool,
 }
 
 /// A grid parameter.
-pub(crate) struct FieldDecl {
+pub struct FieldDecl {
     /// Its name.
-    pub(crate) name: String,
+    pub name: String,
     /// Input or output.
-    pub(crate) role: Role,
+    pub role: Role,
     /// Its element type as declared.
-    pub(crate) elem: ElemType,
+    pub elem: ElemType,
     /// Where its name is written.
-    pub(crate) name_range: SpanRange,
+    pub name_range: SpanRange,
     /// Where its element type is written.
-    pub(crate) elem_range: SpanRange,
+    pub elem_range: SpanRange,
 }
 
 /// A scalar parameter.
-pub(crate) struct ParamDecl {
+pub struct ParamDecl {
     /// Its name.
-    pub(crate) name: String,
+    pub name: String,
     /// Its type as declared.
-    pub(crate) elem: ElemType,
+    pub elem: ElemType,
     /// Where its name is written.
-    pub(crate) name_range: SpanRange,
+    pub name_range: SpanRange,
     /// Where its type is written.
-    pub(crate) type_range: SpanRange,
+    pub type_range: SpanRange,
 }
 
 /// A statement.
-pub(crate) enum CheckedStmt {
+pub enum CheckedStmt {
     /// `let name = value;`
     Let {
         /// The temporary's name.
@@ -85,15 +85,15 @@ pub(crate) enum CheckedStmt {
 }
 
 /// An expression with its source range.
-pub(crate) struct CheckedExpr {
+pub struct CheckedExpr {
     /// What it is.
-    pub(crate) kind: CheckedExprKind,
+    pub kind: CheckedExprKind,
     /// Where it is written.
-    pub(crate) range: SpanRange,
+    pub range: SpanRange,
 }
 
 /// A resolved expression.
-pub(crate) enum CheckedExprKind {
+pub enum CheckedExprKind {
     /// A constant.
     Const(f64),
     /// Parameter number `.0`.

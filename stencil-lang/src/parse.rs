@@ -1,4 +1,8 @@
-//! Parsing: the macro input as a list of `fn` items, with `syn`.
+//! Parsing: the macro input as a list of `fn` items (kernels and helpers), with `syn`.
+//!
+//! A *helper* is an `fn` whose parameters are bare names without types (`fn lap(u) { .. }`);
+//! it is told apart from a kernel by looking at its parameter list before `syn` parses the
+//! signature (a typeless parameter is not a valid Rust signature).
 //!
 //! The kernel language is Rust syntax except for multi-index accesses `u[i, j - 1]`, which
 //! `syn` cannot parse as an index expression. [`tuple_indices`] rewrites the bracket group of
@@ -10,25 +14,61 @@ use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use syn::parse::{ParseStream, Parser};
 
 /// One `fn` item of the input.
-pub(crate) struct KernelItem {
+pub struct KernelItem {
     /// Outer attributes, doc comments included.
-    pub(crate) attrs: Vec<syn::Attribute>,
+    pub attrs: Vec<syn::Attribute>,
     /// Visibility.
-    pub(crate) vis: syn::Visibility,
+    pub vis: syn::Visibility,
     /// The signature.
-    pub(crate) sig: syn::Signature,
+    pub sig: syn::Signature,
     /// The body's statements, or why they do not parse.
-    pub(crate) body: syn::Result<Vec<syn::Stmt>>,
+    pub body: syn::Result<Vec<syn::Stmt>>,
     /// Span of the body's braces.
-    pub(crate) body_span: Span,
+    pub body_span: Span,
+}
+
+/// One helper `fn` of the input: `fn name(a, b) { let t = ..; value }`.
+pub struct HelperItem {
+    /// Outer attributes (doc comments are allowed, others are reported later).
+    pub attrs: Vec<syn::Attribute>,
+    /// Visibility as written (a helper has none; reported later).
+    pub vis: syn::Visibility,
+    /// The helper's name.
+    pub name: proc_macro2::Ident,
+    /// The parameter names, in order.
+    pub params: Vec<proc_macro2::Ident>,
+    /// The body's statements, or why they do not parse.
+    pub body: syn::Result<Vec<syn::Stmt>>,
+    /// Span of the body's braces.
+    pub body_span: Span,
+}
+
+/// One item of the input.
+pub enum Item {
+    /// A kernel: an `fn` with typed parameters.
+    Kernel(Box<KernelItem>),
+    /// A helper: an `fn` whose parameters are bare names.
+    Helper(HelperItem),
 }
 
 /// Parses the whole macro input: one or more `fn` items.
-pub(crate) fn parse_kernels(input: TokenStream) -> syn::Result<Vec<KernelItem>> {
-    parse_items.parse2(input)
+pub fn parse_items(input: TokenStream) -> syn::Result<Vec<Item>> {
+    parse_all.parse2(input)
 }
 
-fn parse_items(input: ParseStream<'_>) -> syn::Result<Vec<KernelItem>> {
+/// Parses the whole macro input, which must hold kernels only (for tests of later stages).
+#[cfg(test)]
+pub fn parse_kernels(input: TokenStream) -> syn::Result<Vec<KernelItem>> {
+    Ok(parse_items(input)?
+        .into_iter()
+        .filter_map(|item| match item {
+            Item::Kernel(kernel) => Some(*kernel),
+            Item::Helper(_) => None,
+        })
+        .collect())
+}
+
+fn parse_all(input: ParseStream<'_>) -> syn::Result<Vec<Item>> {
     let mut items = Vec::new();
     while !input.is_empty() {
         items.push(parse_item(input)?);
@@ -39,10 +79,36 @@ fn parse_items(input: ParseStream<'_>) -> syn::Result<Vec<KernelItem>> {
     Ok(items)
 }
 
-fn parse_item(input: ParseStream<'_>) -> syn::Result<KernelItem> {
+fn parse_item(input: ParseStream<'_>) -> syn::Result<Item> {
     let attrs = input.call(syn::Attribute::parse_outer)?;
     let vis: syn::Visibility = input.parse()?;
+    if let Some(params) = helper_params(input) {
+        input.parse::<syn::Token![fn]>()?;
+        let name: proc_macro2::Ident = input.parse()?;
+        input.parse::<TokenTree>()?;
+        let (body, body_span) = parse_body(input)?;
+        return Ok(Item::Helper(HelperItem {
+            attrs,
+            vis,
+            name,
+            params,
+            body,
+            body_span,
+        }));
+    }
     let sig: syn::Signature = input.parse()?;
+    let (body, body_span) = parse_body(input)?;
+    Ok(Item::Kernel(Box::new(KernelItem {
+        attrs,
+        vis,
+        sig,
+        body,
+        body_span,
+    })))
+}
+
+/// The body `{ ... }` after a signature: its statements (or their syntax error) and its span.
+fn parse_body(input: ParseStream<'_>) -> syn::Result<(syn::Result<Vec<syn::Stmt>>, Span)> {
     if input.is_empty() {
         return Err(input.error("expected the kernel body `{ ... }`"));
     }
@@ -56,20 +122,41 @@ fn parse_item(input: ParseStream<'_>) -> syn::Result<KernelItem> {
         }
     };
     let statements = syn::Block::parse_within.parse2(tuple_indices(body.stream()));
-    Ok(KernelItem {
-        attrs,
-        vis,
-        sig,
-        body: statements,
-        body_span: body.span(),
-    })
+    Ok((statements, body.span()))
+}
+
+/// The parameter names when the input continues with `fn name(a, b, ...)` where every
+/// parameter is a bare name (a helper); `None` for anything else, which parses as a kernel.
+fn helper_params(input: ParseStream<'_>) -> Option<Vec<proc_macro2::Ident>> {
+    let fork = input.fork();
+    fork.parse::<syn::Token![fn]>().ok()?;
+    fork.parse::<proc_macro2::Ident>().ok()?;
+    let TokenTree::Group(group) = fork.parse::<TokenTree>().ok()? else {
+        return None;
+    };
+    if group.delimiter() != Delimiter::Parenthesis || group.stream().is_empty() {
+        return None;
+    }
+    let mut params = Vec::new();
+    let mut expect_name = true;
+    for tree in group.stream() {
+        match (tree, expect_name) {
+            (TokenTree::Ident(name), true) => {
+                params.push(name);
+                expect_name = false;
+            }
+            (TokenTree::Punct(p), false) if p.as_char() == ',' => expect_name = true,
+            _ => return None,
+        }
+    }
+    Some(params)
 }
 
 /// Rewrites `name[a, b]` to `name[(a, b)]` and `name[]` to `name[()]`, at every depth.
 ///
 /// Only bracket groups that directly follow an identifier are touched, so attributes
 /// (`#[...]`) and array syntax elsewhere stay as written (and are rejected later, with spans).
-pub(crate) fn tuple_indices(stream: TokenStream) -> TokenStream {
+pub fn tuple_indices(stream: TokenStream) -> TokenStream {
     let mut out = Vec::new();
     let mut after_ident = false;
     for tree in stream {
@@ -153,6 +240,26 @@ mod tests {
         assert!(matches!(items[0].vis, syn::Visibility::Public(_)));
         assert_eq!(items[1].sig.ident, "b");
         assert_eq!(items[1].body.as_ref().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_fn_with_bare_parameter_names_is_a_helper() {
+        let input = quote! {
+            fn lap(u, h) { (u[i - 1] + u[i + 1] - 2.0 * u[i]) / (h * h) }
+            fn k(u: &Grid1<f64>, out: &mut Grid1<f64>) { out[i] = lap(u, 1.0); }
+            fn m() {}
+        };
+        let items = parse_items(input).unwrap();
+        let Item::Helper(helper) = &items[0] else {
+            panic!("`lap` is a helper")
+        };
+        assert_eq!(helper.name, "lap");
+        let names: Vec<String> = helper.params.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["u", "h"]);
+        assert_eq!(helper.body.as_ref().unwrap().len(), 1);
+        assert!(matches!(items[1], Item::Kernel(_)));
+        // No parameters: a kernel (whose verifier reports what it lacks).
+        assert!(matches!(items[2], Item::Kernel(_)));
     }
 
     #[test]

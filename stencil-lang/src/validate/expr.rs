@@ -1,9 +1,13 @@
 //! Validation of expressions and indices: name resolution, function calls, index variables.
+//! Calls of helpers go to [`inline`](super::inline), of operators to
+//! [`finite_difference`](super::finite_difference).
 
 use proc_macro2::Ident;
 use stencil_core::{BinaryOp, UnaryOp};
 use syn::ext::IdentExt;
 
+use super::finite_difference::Operator;
+use super::helpers;
 use super::{Binding, Context, default_names};
 use crate::checked::{CheckedExpr, CheckedExprKind};
 use crate::diagnostic::SpanRange;
@@ -55,11 +59,12 @@ impl Context<'_> {
         match self.scope.get(&name).copied() {
             Some(Binding::Param(param)) => return CheckedExprKind::Param(param),
             Some(Binding::Let(var)) => return CheckedExprKind::Let(var),
+            Some(Binding::Const(value)) => return CheckedExprKind::Const(value),
             Some(Binding::Invalid) => {
                 self.degraded = true;
                 return CheckedExprKind::Invalid;
             }
-            Some(Binding::Field(_)) => {
+            Some(Binding::Field(..)) => {
                 let point = self.point_of(&name);
                 self.diagnostics.error_at(
                     ident,
@@ -93,8 +98,12 @@ impl Context<'_> {
     ) -> CheckedExprKind {
         let name = base.unraw().to_string();
         let what = match self.scope.get(&name).copied() {
-            Some(Binding::Field(field)) => {
-                return match self.check_indices(&name, indices, bracket) {
+            Some(Binding::Field(field, shift)) => {
+                let reader = self.inlining.last().cloned().unwrap_or_default();
+                return match self
+                    .check_indices(&name, indices, bracket)
+                    .and_then(|offset| self.compose(shift, &offset, &format!("`{reader}`")))
+                {
                     Some(offset) => CheckedExprKind::Read {
                         field,
                         offset,
@@ -108,7 +117,7 @@ impl Context<'_> {
                 return CheckedExprKind::Invalid;
             }
             Some(Binding::Param(_)) => "a parameter",
-            Some(Binding::Let(_)) => "a temporary",
+            Some(Binding::Let(_) | Binding::Const(_)) => "a temporary",
             None => {
                 self.diagnostics
                     .error_at(base, format!("unknown grid `{name}`"));
@@ -216,24 +225,26 @@ impl Context<'_> {
     fn call(&mut self, func: &Ident, args: &[model::Expr], range: SpanRange) -> CheckedExprKind {
         use CheckedExprKind as K;
         let name = func.unraw().to_string();
-        let mut args: Vec<Box<CheckedExpr>> =
-            args.iter().map(|a| Box::new(self.check_expr(a))).collect();
-        let arity = if UnaryOp::from_function_name(&name).is_some() {
-            1
-        } else if BinaryOp::from_function_name(&name).is_some() {
-            2
-        } else if name == "select" {
-            3
-        } else {
+        let all_helpers = self.helpers;
+        if let Some(helper) = all_helpers.get(&name) {
+            return self.inline(&name, helper, args, range);
+        }
+        if let Some(op) = Operator::from_name(&name) {
+            return self.derivative(op, args, range);
+        }
+        let Some((arity, _)) = helpers::built_in_arity(&name) else {
+            // The arguments are not checked: what they should be is unknown.
             self.diagnostics.error_at(
                 func,
                 format!(
-                    "unknown function `{name}`: the kernel language has {}",
+                    "unknown function `{name}`: the kernel language has {}, and the helpers defined in this `stencil!` block",
                     function_list()
                 ),
             );
             return K::Invalid;
         };
+        let mut args: Vec<Box<CheckedExpr>> =
+            args.iter().map(|a| Box::new(self.check_expr(a))).collect();
         if args.len() != arity {
             let plural = if arity == 1 { "" } else { "s" };
             self.diagnostics.error(
@@ -265,8 +276,8 @@ fn is_permutation(a: &[String], b: &[String]) -> bool {
     a == b
 }
 
-/// `abs, sqrt, ..., min, max, pow and select`.
-fn function_list() -> String {
+/// `abs, sqrt, ..., min, max, pow, select, diff, diff2 and laplace`.
+pub fn function_list() -> String {
     let mut names: Vec<&str> = UnaryOp::ALL
         .iter()
         .filter(|op| UnaryOp::from_function_name(op.name()).is_some())
@@ -278,5 +289,5 @@ fn function_list() -> String {
             .filter(|op| BinaryOp::from_function_name(op.name()).is_some())
             .map(|op| op.name()),
     );
-    format!("{} and select", names.join(", "))
+    format!("{}, select, diff, diff2 and laplace", names.join(", "))
 }

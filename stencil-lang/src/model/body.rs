@@ -66,7 +66,7 @@ fn is_compound_assignment(op: &syn::BinOp) -> bool {
     )
 }
 
-fn build_let(local: &syn::Local, diagnostics: &mut Diagnostics) -> Option<Stmt> {
+pub(super) fn build_let(local: &syn::Local, diagnostics: &mut Diagnostics) -> Option<Stmt> {
     // A `let` with a fixable mistake keeps its name (with an invalid value if need be), so
     // later uses of the name do not add "unknown name" errors to the real one.
     let name = match &local.pat {
@@ -223,7 +223,7 @@ fn integer_literal(expr: &syn::Expr) -> Option<i64> {
     }
 }
 
-fn build_expr(expr: &syn::Expr, diagnostics: &mut Diagnostics) -> Expr {
+pub(super) fn build_expr(expr: &syn::Expr, diagnostics: &mut Diagnostics) -> Expr {
     let range = SpanRange::of(expr);
     let kind = build_expr_kind(expr, diagnostics);
     Expr { kind, range }
@@ -302,10 +302,7 @@ fn build_expr_kind(expr: &syn::Expr, diagnostics: &mut Diagnostics) -> ExprKind 
         syn::Expr::MethodCall(call) => {
             diagnostics.error(
                 SpanRange::of(&call.dot_token).to(SpanRange::single(call.paren_token.span.close())),
-                format!(
-                    "method calls are not supported: write `{}(...)` as a function call",
-                    call.method
-                ),
+                method_call_hint(&call.method.to_string()),
             );
             ExprKind::Invalid
         }
@@ -339,6 +336,32 @@ fn build_expr_kind(expr: &syn::Expr, diagnostics: &mut Diagnostics) -> ExprKind 
             "field access is not supported in a kernel",
         ),
         _ => unsupported(diagnostics, expr, "unsupported expression in a kernel"),
+    }
+}
+
+/// What to write instead of the method call `x.method(..)`: the kernel language's function
+/// for it, when there is one.
+fn method_call_hint(method: &str) -> String {
+    let function = match method {
+        "powi" | "powf" => Some("pow"),
+        "abs" | "sqrt" | "exp" | "ln" | "sin" | "cos" | "tan" | "tanh" | "floor" | "ceil"
+        | "min" | "max" => Some(method),
+        _ => None,
+    };
+    match function {
+        Some("pow") => {
+            format!("method calls are not supported: write `pow(x, y)` for `x.{method}(y)`")
+        }
+        Some(binary @ ("min" | "max")) => {
+            format!("method calls are not supported: write `{binary}(x, y)` for `x.{binary}(y)`")
+        }
+        Some(unary) => {
+            format!("method calls are not supported: write `{unary}(x)` for `x.{unary}()`")
+        }
+        None => format!(
+            "method calls are not supported, and the kernel language has no `{method}`: its functions are {}",
+            crate::validate::function_list()
+        ),
     }
 }
 
@@ -495,9 +518,23 @@ mod tests {
         assert_eq!(
             one_error("out[i, j] = u[i, j].sqrt();"),
             (
-                "method calls are not supported: write `sqrt(...)` as a function call".into(),
+                "method calls are not supported: write `sqrt(x)` for `x.sqrt()`".into(),
                 ".sqrt()".into()
             )
+        );
+        // The hint names a function that exists.
+        assert_eq!(
+            one_error("out[i, j] = u[i, j].powi(2);").0,
+            "method calls are not supported: write `pow(x, y)` for `x.powi(y)`"
+        );
+        assert_eq!(
+            one_error("out[i, j] = u[i, j].max(0.0);").0,
+            "method calls are not supported: write `max(x, y)` for `x.max(y)`"
+        );
+        assert!(
+            one_error("out[i, j] = u[i, j].sinh();")
+                .0
+                .starts_with("method calls are not supported, and the kernel language has no `sinh`: its functions are abs, sqrt,")
         );
         assert_eq!(one_error("out[i, j] = u[i, j] as f64;").1, "as");
         assert_eq!(one_error("out[i, j] = u[i, j] % 2.0;").1, "%");

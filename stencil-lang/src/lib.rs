@@ -1,0 +1,181 @@
+//! The front end of the kernel language, shared by the `stencil!` macro (at expansion time)
+//! and `stencil::parse` (at run time, on source text), so both accept exactly one language.
+//!
+//! Stages, each a module on `proc_macro2` and unit-tested: [`parse`] (syn) -> [`model`] (the
+//! kernel as written, with spans) -> [`validate`] (names, indices, helpers; every diagnostic
+//! collected) -> [`lower`] (core IR through `KernelBuilder`, checked by core's verifier,
+//! errors mapped back to spans). [`compile`] runs them all on text and reports each error
+//! with its line and column. Code generation is not here: it belongs to the macro.
+
+#![forbid(unsafe_code)]
+
+pub mod checked;
+pub mod diagnostic;
+pub mod lower;
+pub mod model;
+pub mod parse;
+#[cfg(test)]
+mod testing;
+pub mod validate;
+
+use std::fmt;
+
+use proc_macro2::{Span, TokenStream};
+use stencil_core::Kernel;
+
+use crate::diagnostic::Diagnostics;
+
+/// One mistake in kernel source text: where it is and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceError {
+    /// Line of the offending token, from 1.
+    pub line: usize,
+    /// Column of the offending token's first character, from 1.
+    pub column: usize,
+    /// What is wrong, as the macro says it.
+    pub message: String,
+}
+
+impl SourceError {
+    fn at(span: Span, message: String) -> SourceError {
+        let start = span.start();
+        SourceError {
+            line: start.line,
+            column: start.column + 1,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+/// Compiles kernel source text, as written inside `stencil! { ... }`, holding one kernel and
+/// any helpers, to verified IR; or every mistake, in source order of discovery.
+///
+/// # Errors
+/// Each mistake the macro would report as a compile error, with its line and column; also
+/// text that holds no kernel or more than one.
+pub fn compile(source: &str) -> Result<Kernel, Vec<SourceError>> {
+    let tokens: TokenStream = source
+        .parse()
+        .map_err(|e: proc_macro2::LexError| vec![SourceError::at(e.span(), e.to_string())])?;
+    let items = parse::parse_items(tokens).map_err(|error| {
+        error
+            .into_iter()
+            .map(|e| SourceError::at(e.span(), e.to_string()))
+            .collect::<Vec<_>>()
+    })?;
+    let mut diagnostics = Diagnostics::default();
+    let mut kernels = Vec::new();
+    let mut helpers = Vec::new();
+    for item in items {
+        match item {
+            parse::Item::Kernel(kernel) => kernels.push(*kernel),
+            parse::Item::Helper(helper) => {
+                helpers.push(model::build_helper(helper, &mut diagnostics));
+            }
+        }
+    }
+    let helpers = validate::check_helpers(helpers, &mut diagnostics);
+    if kernels.len() != 1 {
+        let at = kernels
+            .get(1)
+            .map_or_else(Span::call_site, |k| k.sig.ident.span());
+        diagnostics.error(
+            diagnostic::SpanRange::single(at),
+            format!(
+                "expected exactly one kernel (an `fn` with typed parameters), found {}",
+                kernels.len()
+            ),
+        );
+    }
+    let mut kernel = None;
+    if let Some(item) = kernels.into_iter().next() {
+        let model = model::build(item, &mut diagnostics);
+        let checked = validate::check(&model, &helpers, &mut diagnostics);
+        kernel = lower::lower(&checked, &mut diagnostics);
+        if let (Some(lowered), Some(rotate)) = (&kernel, &model.rotate)
+            && !rotate.chains.is_empty()
+        {
+            model::check_rotate(rotate, lowered, &mut diagnostics);
+        }
+    }
+    match kernel {
+        Some(kernel) if diagnostics.is_empty() => Ok(kernel),
+        _ => {
+            let mut errors: Vec<SourceError> = diagnostics
+                .iter()
+                .map(|d| SourceError::at(d.range.start, d.message.clone()))
+                .collect();
+            if errors.is_empty() {
+                errors.push(SourceError::at(
+                    Span::call_site(),
+                    "this kernel is invalid".to_string(),
+                ));
+            }
+            Err(errors)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_compiles_to_the_ir_the_macro_builds() {
+        let kernel = compile(
+            "fn lap(u) { u[i - 1] - 2.0 * u[i] + u[i + 1] }\n\
+             fn k(u: &Grid1<f64>, out: &mut Grid1<f64>, c: f64) { out[i] = c * lap(u); }",
+        )
+        .unwrap();
+        assert_eq!(kernel.name, "k");
+        assert_eq!(
+            stencil_core::printer::print(&kernel),
+            stencil_core::printer::print(&testing::lowered(
+                "fn k(u: &Grid1<f64>, out: &mut Grid1<f64>, c: f64) { out[i] = c * (u[i - 1] - 2.0 * u[i] + u[i + 1]); }"
+            ))
+        );
+    }
+
+    #[test]
+    fn errors_carry_line_and_column() {
+        let errors = compile(
+            "fn k(u: &Grid2<f64>, out: &mut Grid2<f64>) {\n    out[i, j] = u[i, j] + v[i, j];\n}",
+        )
+        .unwrap_err();
+        assert_eq!(
+            errors,
+            [SourceError {
+                line: 2,
+                column: 27,
+                message: "unknown grid `v`".to_string()
+            }]
+        );
+        assert_eq!(errors[0].to_string(), "line 2, column 27: unknown grid `v`");
+        // Lexing and parsing errors too.
+        let errors = compile("fn k(u: &Grid1<f64>, out: &mut Grid1<f64>) {\n  out[i] = u[i] +;\n}")
+            .unwrap_err();
+        assert_eq!(errors[0].line, 2, "{errors:?}");
+        let errors = compile("fn k(u: &Grid1<f64>) { \"unterminated }").unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+    }
+
+    #[test]
+    fn text_holds_exactly_one_kernel() {
+        let two = "fn a(u: &Grid1<f64>, o: &mut Grid1<f64>) { o[i] = u[i]; }\n\
+                   fn b(u: &Grid1<f64>, o: &mut Grid1<f64>) { o[i] = u[i]; }";
+        let errors = compile(two).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!((errors[0].line, errors[0].column), (2, 4));
+        assert!(compile("fn h(u) { u[i] }").is_err());
+    }
+}

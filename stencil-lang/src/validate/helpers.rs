@@ -1,0 +1,545 @@
+//! Helpers checked on their own, once per `stencil!` block: names, arity, recursion, and
+//! which parameters are grids.
+//!
+//! A parameter is a *grid* when the body indexes it (`u[i - 1, j]`), passes it to a grid
+//! parameter of another helper or to a finite-difference operator; otherwise it is a *value*.
+//! Everything that does not depend on the calling kernel is reported here, once, and the
+//! helper is then marked broken so calls to it add no errors of their own. What depends on
+//! the caller (its index variables, offsets composed with a shifted grid argument) is checked
+//! when a kernel inlines the helper ([`expr`](super::expr)).
+
+use std::collections::HashMap;
+
+use proc_macro2::Ident;
+use stencil_core::{BinaryOp, UnaryOp};
+use syn::ext::IdentExt;
+
+use super::finite_difference::{ORDERS, Operator};
+use crate::diagnostic::{Diagnostics, SpanRange};
+use crate::model::{self, Expr, ExprKind};
+
+/// What a helper's parameter is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ParamKind {
+    /// A grid, possibly shifted (`u` or `u[i + 1, j]` at the call).
+    Grid,
+    /// A value.
+    Value,
+}
+
+/// One checked helper.
+pub struct Helper {
+    /// The helper as written.
+    pub model: model::Helper,
+    /// What each parameter is.
+    pub kinds: Vec<ParamKind>,
+    /// Whether it has an error already reported (calls to it are then placeholders).
+    pub broken: bool,
+}
+
+/// The helpers of one `stencil!` block, by name.
+#[derive(Default)]
+pub struct Helpers {
+    list: Vec<Helper>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Helpers {
+    /// The helper called `name`.
+    pub fn get(&self, name: &str) -> Option<&Helper> {
+        self.by_name.get(name).map(|&h| &self.list[h])
+    }
+}
+
+/// Whether `name` is a function the kernel language provides.
+pub(crate) fn is_built_in(name: &str) -> bool {
+    UnaryOp::from_function_name(name).is_some()
+        || BinaryOp::from_function_name(name).is_some()
+        || name == "select"
+        || Operator::from_name(name).is_some()
+}
+
+/// How many arguments built-in `name` takes (inclusive range), if it is one.
+pub(crate) fn built_in_arity(name: &str) -> Option<(usize, usize)> {
+    if UnaryOp::from_function_name(name).is_some() {
+        Some((1, 1))
+    } else if BinaryOp::from_function_name(name).is_some() {
+        Some((2, 2))
+    } else if name == "select" {
+        Some((3, 3))
+    } else {
+        Operator::from_name(name).map(|op| {
+            let n = op.spacing_position() + 1;
+            (n, n + 1)
+        })
+    }
+}
+
+/// The order argument of a finite-difference operator: `Ok(order)` or the message.
+pub(crate) fn order_of(op: Operator, arg: Option<&Expr>) -> Result<u32, String> {
+    let Some(arg) = arg else { return Ok(2) };
+    let name = op.name();
+    match arg.kind {
+        ExprKind::Number(v) if ORDERS.iter().any(|&o| f64::from(o) == v) => Ok(v as u32),
+        ExprKind::Number(v) => Err(format!(
+            "the order of `{name}` is 2, 4, 6 or 8 (radius 1 to 4), found {v}"
+        )),
+        _ => Err(format!(
+            "the order of `{name}` is an integer literal: 2, 4, 6 or 8"
+        )),
+    }
+}
+
+/// One use of a helper parameter in a body.
+enum Use {
+    /// Indexed, or given to a finite-difference operator.
+    Grid,
+    /// Used as a value.
+    Value(SpanRange),
+    /// Given as argument `position` to helper `callee`.
+    Passed {
+        callee: String,
+        position: usize,
+        at: SpanRange,
+    },
+}
+
+/// A call from one helper to another.
+struct Call {
+    callee: String,
+    at: SpanRange,
+}
+
+/// What walking one body found.
+#[derive(Default)]
+struct Walk {
+    uses: HashMap<usize, Vec<Use>>,
+    calls: Vec<Call>,
+    /// Arguments in grid position of a helper call that are not a parameter's name or a
+    /// shifted one: (callee, position, where).
+    other_args: Vec<(String, usize, SpanRange)>,
+    broken: bool,
+}
+
+/// Checks every helper of a block, reporting each mistake once.
+pub fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers {
+    let mut helpers = Helpers::default();
+    let mut arities = HashMap::new();
+    for helper in &list {
+        let name = helper.name.unraw().to_string();
+        if is_built_in(&name) {
+            diagnostics.error_at(
+                &helper.name,
+                format!("`{name}` is a built-in function: give the helper another name"),
+            );
+        } else if let std::collections::hash_map::Entry::Vacant(entry) = arities.entry(name) {
+            entry.insert(helper.params.len());
+        } else {
+            let name = helper.name.unraw();
+            diagnostics.error_at(
+                &helper.name,
+                format!("the helper `{name}` is defined twice"),
+            );
+        }
+    }
+    let walks: Vec<Walk> = list
+        .iter()
+        .map(|helper| walk_helper(helper, &arities, diagnostics))
+        .collect();
+    for (index, helper) in list.iter().enumerate() {
+        let name = helper.name.unraw().to_string();
+        helpers.by_name.entry(name).or_insert(index);
+    }
+    let mut broken: Vec<bool> = walks.iter().map(|w| w.broken).collect();
+    report_recursion(&list, &walks, &helpers.by_name, &mut broken, diagnostics);
+    let kinds = infer_kinds(&list, &walks, &helpers.by_name);
+    for (index, walk) in walks.iter().enumerate() {
+        if check_uses(
+            &list[index],
+            &kinds[index],
+            walk,
+            &kinds,
+            &helpers.by_name,
+            diagnostics,
+        ) {
+            broken[index] = true;
+        }
+    }
+    helpers.list = list
+        .into_iter()
+        .zip(kinds)
+        .zip(broken)
+        .map(|((model, kinds), broken)| Helper {
+            model,
+            kinds,
+            broken,
+        })
+        .collect();
+    helpers
+}
+
+fn walk_helper(
+    helper: &model::Helper,
+    arities: &HashMap<String, usize>,
+    diagnostics: &mut Diagnostics,
+) -> Walk {
+    let mut walker = Walker {
+        helper_name: helper.name.unraw().to_string(),
+        params: helper
+            .params
+            .iter()
+            .map(|p| p.unraw().to_string())
+            .collect(),
+        lets: Vec::new(),
+        arities,
+        walk: Walk::default(),
+        diagnostics,
+    };
+    let mut seen = Vec::new();
+    for param in &helper.params {
+        let name = param.unraw().to_string();
+        if seen.contains(&name) {
+            walker.error(
+                SpanRange::of(param),
+                format!("the parameter `{name}` is declared twice"),
+            );
+        }
+        seen.push(name);
+    }
+    for (name, value) in &helper.lets {
+        walker.expr(value);
+        walker.lets.push(name.unraw().to_string());
+    }
+    walker.expr(&helper.value);
+    if matches!(helper.value.kind, ExprKind::Invalid) {
+        walker.walk.broken = true;
+    }
+    walker.walk
+}
+
+struct Walker<'a> {
+    helper_name: String,
+    params: Vec<String>,
+    lets: Vec<String>,
+    arities: &'a HashMap<String, usize>,
+    walk: Walk,
+    diagnostics: &'a mut Diagnostics,
+}
+
+impl Walker<'_> {
+    fn error(&mut self, range: SpanRange, message: String) {
+        self.walk.broken = true;
+        self.diagnostics.error(range, message);
+    }
+
+    /// The parameter `ident` names, unless a `let` shadows it.
+    fn param(&self, ident: &Ident) -> Option<usize> {
+        let name = ident.unraw().to_string();
+        if self.lets.contains(&name) {
+            return None;
+        }
+        self.params.iter().position(|p| *p == name)
+    }
+
+    fn record(&mut self, param: usize, used: Use) {
+        self.walk.uses.entry(param).or_default().push(used);
+    }
+
+    fn expr(&mut self, expr: &Expr) {
+        match &expr.kind {
+            ExprKind::Number(_) => {}
+            ExprKind::Invalid => self.walk.broken = true,
+            ExprKind::Name(ident) => self.name(ident, expr.range),
+            ExprKind::Access { base, .. } => self.grid(base),
+            ExprKind::Neg(arg) | ExprKind::Not(arg) => self.expr(arg),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                self.expr(lhs);
+                self.expr(rhs);
+            }
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.expr(cond);
+                self.expr(then);
+                self.expr(otherwise);
+            }
+            ExprKind::Call { func, args } => self.call(func, args, expr.range),
+        }
+    }
+
+    fn name(&mut self, ident: &Ident, range: SpanRange) {
+        let name = ident.unraw().to_string();
+        if let Some(param) = self.param(ident) {
+            self.record(param, Use::Value(range));
+        } else if !self.lets.contains(&name) {
+            let helper = &self.helper_name;
+            let message = format!(
+                "unknown name `{name}`: the helper `{helper}` sees only its parameters and its `let`s"
+            );
+            self.error(range, message);
+        }
+    }
+
+    /// `base` is read as a grid (indexed, or given to an operator or a grid parameter).
+    fn grid(&mut self, base: &Ident) {
+        let name = base.unraw().to_string();
+        if let Some(param) = self.param(base) {
+            self.record(param, Use::Grid);
+        } else {
+            let helper = &self.helper_name;
+            let what = if self.lets.contains(&name) {
+                format!("`{name}` is a temporary, not a grid")
+            } else {
+                format!(
+                    "unknown grid `{name}`: the helper `{helper}` reads only grids passed to it"
+                )
+            };
+            self.error(SpanRange::of(base), what);
+        }
+    }
+
+    fn call(&mut self, func: &Ident, args: &[Expr], range: SpanRange) {
+        let name = func.unraw().to_string();
+        if let Some(&arity) = self.arities.get(&name) {
+            self.walk.calls.push(Call {
+                callee: name.clone(),
+                at: SpanRange::of(func),
+            });
+            if args.len() != arity {
+                self.error(range, arity_message(&name, arity, arity, args.len()));
+                return;
+            }
+            for (position, arg) in args.iter().enumerate() {
+                match &arg.kind {
+                    ExprKind::Name(ident) if self.param(ident).is_some() => {
+                        let param = self.param(ident).unwrap_or_default();
+                        self.record(
+                            param,
+                            Use::Passed {
+                                callee: name.clone(),
+                                position,
+                                at: arg.range,
+                            },
+                        );
+                    }
+                    ExprKind::Access { base, .. } => self.grid(base),
+                    _ => {
+                        self.walk
+                            .other_args
+                            .push((name.clone(), position, arg.range));
+                        self.expr(arg);
+                    }
+                }
+            }
+            return;
+        }
+        let Some((low, high)) = built_in_arity(&name) else {
+            let message = format!(
+                "unknown function `{name}`: the kernel language has {}, and the helpers defined in this `stencil!` block",
+                super::expr::function_list()
+            );
+            self.error(SpanRange::of(func), message);
+            return;
+        };
+        if !(low..=high).contains(&args.len()) {
+            self.error(range, arity_message(&name, low, high, args.len()));
+            return;
+        }
+        let Some(op) = Operator::from_name(&name) else {
+            for arg in args {
+                self.expr(arg);
+            }
+            return;
+        };
+        match &args[0].kind {
+            ExprKind::Name(ident) | ExprKind::Access { base: ident, .. } => self.grid(ident),
+            _ => self.error(args[0].range, grid_expected(&name, 0)),
+        }
+        let spacing = op.spacing_position();
+        self.expr(&args[spacing]);
+        if let Err(message) = order_of(op, args.get(spacing + 1)) {
+            let at = args[spacing + 1].range;
+            self.error(at, message);
+        }
+    }
+}
+
+/// "`f` takes 2 arguments, found 3".
+pub(crate) fn arity_message(name: &str, low: usize, high: usize, found: usize) -> String {
+    let plural = if high == 1 { "" } else { "s" };
+    if low == high {
+        format!("`{name}` takes {low} argument{plural}, found {found}")
+    } else {
+        format!("`{name}` takes {low} or {high} arguments, found {found}")
+    }
+}
+
+/// The message for something other than a grid given where `callee` takes one.
+pub(crate) fn grid_expected(callee: &str, position: usize) -> String {
+    format!(
+        "`{callee}` takes a grid as argument {}: pass a grid's name, as in `u`, or a shifted grid, as in `u[i + 1, j]`",
+        position + 1
+    )
+}
+
+/// Reports each cycle of calls once, at the call that closes it.
+fn report_recursion(
+    list: &[model::Helper],
+    walks: &[Walk],
+    by_name: &HashMap<String, usize>,
+    broken: &mut [bool],
+    diagnostics: &mut Diagnostics,
+) {
+    let callees = |h: usize| -> Vec<(usize, SpanRange)> {
+        walks[h]
+            .calls
+            .iter()
+            .filter_map(|c| by_name.get(&c.callee).map(|&g| (g, c.at)))
+            .collect()
+    };
+    let mut reported = vec![false; list.len()];
+    for start in 0..list.len() {
+        if reported[start] {
+            continue;
+        }
+        // Depth-first search for a path of calls from `start` back to `start`.
+        let mut path: Vec<(usize, SpanRange)> = Vec::new();
+        let mut stack = vec![(start, callees(start), 0usize)];
+        let mut visited = vec![false; list.len()];
+        let mut cycle = None;
+        while let Some((node, edges, next)) = stack.last_mut() {
+            let node = *node;
+            let Some(&(callee, at)) = edges.get(*next) else {
+                stack.pop();
+                path.pop();
+                continue;
+            };
+            *next += 1;
+            if callee == start {
+                path.push((node, at));
+                cycle = Some(path.clone());
+                break;
+            }
+            if !visited[callee] {
+                visited[callee] = true;
+                path.push((node, at));
+                let edges = callees(callee);
+                stack.push((callee, edges, 0));
+            }
+        }
+        let Some(cycle) = cycle else { continue };
+        for &(h, _) in &cycle {
+            reported[h] = true;
+            broken[h] = true;
+        }
+        let names: Vec<String> = cycle
+            .iter()
+            .map(|&(h, _)| format!("`{}`", list[h].name.unraw()))
+            .collect();
+        let first = &names[0];
+        let message = if cycle.len() == 1 {
+            format!("{first} calls itself: helpers are inlined, so they cannot be recursive")
+        } else {
+            format!(
+                "{first} calls itself through {}: helpers are inlined, so they cannot be recursive",
+                names[1..].join(", ")
+            )
+        };
+        diagnostics.error(cycle[0].1, message);
+    }
+}
+
+/// Each helper's parameter kinds: grids where used as grids, directly or through calls.
+fn infer_kinds(
+    list: &[model::Helper],
+    walks: &[Walk],
+    by_name: &HashMap<String, usize>,
+) -> Vec<Vec<ParamKind>> {
+    let mut kinds: Vec<Vec<ParamKind>> = list
+        .iter()
+        .map(|h| vec![ParamKind::Value; h.params.len()])
+        .collect();
+    // Each pass marks at least one more grid or stops; at most one pass per parameter.
+    loop {
+        let mut changed = false;
+        for (h, walk) in walks.iter().enumerate() {
+            for (&param, uses) in &walk.uses {
+                if kinds[h][param] == ParamKind::Grid {
+                    continue;
+                }
+                let is_grid = uses.iter().any(|u| match u {
+                    Use::Grid => true,
+                    Use::Value(_) => false,
+                    Use::Passed {
+                        callee, position, ..
+                    } => by_name
+                        .get(callee)
+                        .and_then(|&g| kinds[g].get(*position))
+                        .is_some_and(|k| *k == ParamKind::Grid),
+                });
+                if is_grid {
+                    kinds[h][param] = ParamKind::Grid;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return kinds;
+        }
+    }
+}
+
+/// Reports grid parameters used as values, and non-grids passed as grids; whether any.
+fn check_uses(
+    helper: &model::Helper,
+    own: &[ParamKind],
+    walk: &Walk,
+    kinds: &[Vec<ParamKind>],
+    by_name: &HashMap<String, usize>,
+    diagnostics: &mut Diagnostics,
+) -> bool {
+    let kind_at = |callee: &str, position: usize| {
+        by_name
+            .get(callee)
+            .and_then(|&g| kinds[g].get(position).copied())
+    };
+    let mut any = false;
+    let mut params: Vec<_> = walk.uses.iter().collect();
+    params.sort_by_key(|(p, _)| **p);
+    for (&param, uses) in params {
+        if own.get(param) != Some(&ParamKind::Grid) {
+            continue;
+        }
+        let name = helper.params[param].unraw();
+        for used in uses {
+            let at = match used {
+                Use::Value(at) => Some(*at),
+                Use::Passed {
+                    callee,
+                    position,
+                    at,
+                } if kind_at(callee, *position) == Some(ParamKind::Value) => Some(*at),
+                _ => None,
+            };
+            if let Some(at) = at {
+                diagnostics.error(
+                    at,
+                    format!(
+                        "`{name}` is a grid in this helper (it is read or passed as a grid): read it at a point, as in `{name}[i, ...]`"
+                    ),
+                );
+                any = true;
+                break;
+            }
+        }
+    }
+    for (callee, position, at) in &walk.other_args {
+        if kind_at(callee, *position) == Some(ParamKind::Grid) {
+            diagnostics.error(*at, grid_expected(callee, *position));
+            any = true;
+        }
+    }
+    any
+}

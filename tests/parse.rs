@@ -1,0 +1,64 @@
+//! Kernels from text (`stencil::parse`): the same language as `stencil!`, the same IR and the
+//! same values, and the macro's messages with lines and columns.
+
+use stencil::prelude::*;
+use stencil::{ErrorKind, Launch, Stencil, verify};
+
+/// The text of the kernel below, helpers and an operator included.
+const DIFFUSE: &str = "
+    /// The 5-point Laplacian.
+    fn lap(w) { w[i-1, j] + w[i+1, j] + w[i, j-1] + w[i, j+1] - 4.0 * w[i, j] }
+
+    fn diffuse(u: &Grid2<f64>, out: &mut Grid2<f64>, c: f64, h: f64) {
+        out[i, j] = u[i, j] + c * lap(u) + c * diff(u, j, h, 4);
+    }
+";
+
+stencil! {
+    /// The 5-point Laplacian.
+    fn lap(w) { w[i-1, j] + w[i+1, j] + w[i, j-1] + w[i, j+1] - 4.0 * w[i, j] }
+
+    fn diffuse(u: &Grid2<f64>, out: &mut Grid2<f64>, c: f64, h: f64) {
+        out[i, j] = u[i, j] + c * lap(u) + c * diff(u, j, h, 4);
+    }
+}
+
+#[test]
+fn text_gives_the_macros_kernel_and_values() {
+    let parsed: Stencil<f64> = stencil::parse(DIFFUSE).unwrap();
+    assert_eq!(parsed.kernel(), diffuse::stencil().kernel());
+    assert!(parsed.cpu_loop().is_none(), "text has no generated loop");
+    let u =
+        Grid2::<f64>::from_fn([13, 17], 4, |[i, j]| ((i * 31 + j * 7) % 11) as f64 - 5.0).unwrap();
+    let (mut a, mut b) = (u.like(), u.like());
+    a.fill_with(|_| f64::NAN);
+    b.fill_with(|_| f64::NAN);
+    Launch::new(&parsed)
+        .input("u", &u)
+        .output("out", &mut a)
+        .param("c", 0.1)
+        .param("h", 0.5)
+        .run()
+        .unwrap();
+    diffuse(&u, &mut b, 0.1, 0.5).run().unwrap();
+    assert_eq!(a.as_slice(), b.as_slice());
+    assert!(a.interior_iter().all(|(_, x)| x.is_finite()));
+    let report = verify(&parsed).unwrap();
+    assert!(report.cases > 0, "{report}");
+}
+
+#[test]
+fn mistakes_are_errors_with_line_and_column() {
+    let text = "fn k(u: &Grid2<f64>, out: &mut Grid2<f64>, h: f64) {\n\
+                \x20   out[i, j] = laplace(u, h, 3) + w[i, j];\n\
+                }";
+    let error = stencil::parse::<f64>(text).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidKernel);
+    assert_eq!(
+        error.to_string(),
+        "line 2, column 31: the order of `laplace` is 2, 4, 6 or 8 (radius 1 to 4), found 3\n\
+         line 2, column 36: unknown grid `w`"
+    );
+    let error = stencil::parse::<f32>(DIFFUSE).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ElementTypeMismatch);
+}
