@@ -50,7 +50,9 @@ use std::time::{Duration, Instant};
 
 use stencil_core::hash::KernelHash;
 use stencil_core::schedule::TuningSpace;
-use stencil_core::{Backend, ElemType, Element, Job, Kernel, Result, Schedule, Stencil};
+use stencil_core::{
+    Backend, ElemType, Element, Error, ErrorKind, Job, Kernel, Result, Schedule, Stencil,
+};
 use stencil_cuda::{CudaDevice, DeviceGrid, GpuElement};
 use stencil_tune::model::BlockAxis;
 use stencil_tune::search::Found;
@@ -69,6 +71,9 @@ pub const PROGRESS_AFTER: Duration = Duration::from_millis(500);
 /// The process-wide policy: [`set_policy`] overrides `STENCIL_TUNE` for every later call that
 /// names no policy, and [`policy()`] is the policy such a call uses.
 pub use stencil_tune::policy::{TunePolicy, policy, set_policy};
+pub use winner::TOLERANCE_EPS as WINNER_TOLERANCE_EPS;
+
+mod winner;
 
 /// The confirmation of a tuned schedule against the default: a warm-up run of each, then 5
 /// paired rounds of at least 20 ms a side ([`time_paired`]).
@@ -145,6 +150,15 @@ pub struct TuneReport {
     /// estimated from trials on part of the grids (see the backend's
     /// [`steps_trial_shape`](stencil_core::Backend::steps_trial_shape)).
     pub time_loop: bool,
+    /// A winner this call tuned and then did not use: on a backend other than the CPU (see
+    /// [`Backend::is_reference`]), a newly tuned single-sweep winner runs once more on the
+    /// call's own data and must agree with the CPU backend's result (within
+    /// [`WINNER_TOLERANCE_EPS`] epsilons of the larger of 1 and the output's largest finite
+    /// magnitude); one that does not is reported here (the schedule in words and the first
+    /// disagreement), never cached, and the call runs the backend's default schedule instead
+    /// (which must agree in turn, or the call fails with `VerificationFailed`). `None`
+    /// otherwise.
+    pub rejected: Option<String>,
 }
 
 impl TuneReport {
@@ -162,6 +176,7 @@ impl TuneReport {
             seconds_per_sweep: None,
             roofline_fraction: None,
             time_loop: false,
+            rejected: None,
         }
     }
 }
@@ -190,6 +205,9 @@ impl fmt::Display for TuneReport {
                 write!(f, ", {:.0}% of the roofline bound", 100.0 * fr)?;
             }
             write!(f, ")")?;
+        }
+        if let Some(r) = &self.rejected {
+            write!(f, "; rejected the tuned winner {r}")?;
         }
         Ok(())
     }
@@ -286,9 +304,18 @@ pub(crate) fn choose<T: Element>(
         shape: &shape,
         padding: &padding,
     };
-    choose_for(&call, &target, settings, &mut |schedule| {
-        backend.run(job, schedule).is_ok()
-    })
+    let job = std::cell::RefCell::new(job);
+    let check = !backend.is_reference();
+    choose_for(
+        &call,
+        &target,
+        settings,
+        &mut |schedule| backend.run(&mut job.borrow_mut(), schedule).is_ok(),
+        &mut |schedule| match check {
+            true => winner::agrees_with_cpu(backend, &mut job.borrow_mut(), schedule),
+            false => Ok(()),
+        },
+    )
 }
 
 /// The schedule of a time loop of `stencil` on `backend` over an interior of `shape` (grids
@@ -339,9 +366,15 @@ pub(crate) fn choose_steps<T: Element>(
         shape,
         padding,
     };
-    let mut report = choose_for(&call, &target, settings, &mut |schedule| {
-        trial(schedule, trial_steps)
-    })?;
+    // Time-loop winners are not checked against the CPU here: trials run on copies of part
+    // of the grids, and `verify_steps` covers the time-loop schedules of every backend.
+    let mut report = choose_for(
+        &call,
+        &target,
+        settings,
+        &mut |schedule| trial(schedule, trial_steps),
+        &mut |_| Ok(()),
+    )?;
     report.time_loop = true;
     Ok(report)
 }
@@ -402,12 +435,21 @@ pub fn tune_on_device<T: GpuElement, const D: usize>(
         policy,
         cache: cache.map(CacheChoice::At),
     };
-    choose_for(&call, &target, &settings, &mut |schedule| match schedule {
-        Schedule::Gpu(s) => {
-            device.run(stencil, inputs, outputs, params, s).is_ok() && device.synchronize().is_ok()
-        }
-        _ => false,
-    })
+    // Winners on device-resident grids are not checked against the CPU: the grids never
+    // leave the device (checking would download every input and output once per tuning).
+    choose_for(
+        &call,
+        &target,
+        &settings,
+        &mut |schedule| match schedule {
+            Schedule::Gpu(s) => {
+                device.run(stencil, inputs, outputs, params, s).is_ok()
+                    && device.synchronize().is_ok()
+            }
+            _ => false,
+        },
+        &mut |_| Ok(()),
+    )
 }
 
 /// The call being tuned, as the keys see it.
@@ -452,11 +494,16 @@ struct TimeLoopTrials {
 }
 
 /// [`choose`] for any target: `run` runs one sweep under a schedule (`false`: it failed).
+///
+/// A newly tuned winner other than the default must pass `accept` (which may run it) before
+/// it is cached or remembered; one that does not is reported in [`TuneReport::rejected`] and
+/// replaced by the default, which must pass `accept` in turn.
 fn choose_for(
     call: &Call<'_>,
     target: &Target<'_>,
     settings: &TuneSettings,
     run: &mut dyn FnMut(&Schedule) -> bool,
+    accept: &mut dyn FnMut(&Schedule) -> std::result::Result<(), String>,
 ) -> Result<TuneReport> {
     let kernel = call.kernel;
     let shape = call.shape.to_vec();
@@ -574,6 +621,40 @@ fn choose_for(
                 }
                 (report, entry) = search(Some(new));
             }
+            if report.schedule != target.default
+                && let Err(reason) = accept(&report.schedule)
+            {
+                tracing::warn!(
+                    target: "stencil::tuning",
+                    kernel = %kernel.name,
+                    backend = %target.backend,
+                    schedule = %report.description,
+                    %reason,
+                    "the tuned schedule disagrees with the CPU backend on this call's data: \
+                     not cached, running the default schedule"
+                );
+                accept(&target.default).map_err(|default_reason| {
+                    Error::new(
+                        ErrorKind::VerificationFailed,
+                        format!(
+                            "`{}` on {}: the tuned schedule ({}) and the default schedule both \
+                             disagree with the CPU backend on this call's data: {reason}; \
+                             default: {default_reason}",
+                            kernel.name, target.backend, report.description
+                        ),
+                    )
+                })?;
+                report.rejected = Some(format!("({}): {reason}", report.description));
+                report.schedule = target.default;
+                report.description = space
+                    .default_point
+                    .as_ref()
+                    .map(|p| space.space().describe(p))
+                    .unwrap_or_default();
+                report.seconds_per_sweep = None;
+                report.roofline_fraction = None;
+                entry = None;
+            }
             if let (Some(cache), Some(entry)) = (&cache, entry)
                 && let Err(e) = cache.store(cache_key, entry)
             {
@@ -617,6 +698,7 @@ fn cache_hit(space: &TuningSpace, entry: &TunedEntry) -> TuneReport {
         seconds_per_sweep: (entry.seconds > 0.0).then_some(entry.seconds),
         roofline_fraction: (entry.roofline_fraction > 0.0).then_some(entry.roofline_fraction),
         time_loop: false,
+        rejected: None,
     }
 }
 
@@ -845,6 +927,7 @@ impl Tuned<'_> {
                     seconds_per_sweep: Some(found.trial.seconds),
                     roofline_fraction: fraction(found.trial.seconds),
                     time_loop: false,
+                    rejected: None,
                 };
                 (report, Some(entry))
             }
@@ -859,6 +942,7 @@ impl Tuned<'_> {
                     seconds_per_sweep: None,
                     roofline_fraction: None,
                     time_loop: false,
+                    rejected: None,
                 };
                 (report, None)
             }

@@ -226,6 +226,15 @@ pub trait Backend<T: Element>: Send + Sync {
         false
     }
 
+    /// Whether this backend is the reference that the tuner checks other backends against
+    /// (the CPU backend says `true`). A newly tuned winner of a backend that is not the
+    /// reference runs once more on the call's own data and is compared with the CPU backend's
+    /// result before it is cached; a winner that disagrees is rejected and reported (see
+    /// `TuneReport::rejected` in the `stencil` crate). The default is `false`.
+    fn is_reference(&self) -> bool {
+        false
+    }
+
     /// Runs `job` under `schedule`: writes every interior point of every output, nothing else.
     ///
     /// # Errors

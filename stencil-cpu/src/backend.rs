@@ -145,6 +145,11 @@ impl<T: Element> Backend<T> for CpuBackend {
         Schedule::Cpu(self.default_cpu_schedule(shape))
     }
 
+    /// `true`: other backends' tuned winners are checked against this backend's results.
+    fn is_reference(&self) -> bool {
+        true
+    }
+
     /// `true` except for the retimed loop (kernels whose stores are sums of partial sums that
     /// repeat along the row, like the 27-point stencil: it adds in another order) on the
     /// specialised path: the generated and generic loops evaluate the IR's operations in

@@ -1,0 +1,90 @@
+//! The check a newly tuned winner of a backend other than the reference passes before it is
+//! cached: it runs once more on the call's own data, the CPU backend runs the same job under
+//! its default schedule, and every interior point of every output must agree (the same bits,
+//! both NaN, or within [`TOLERANCE_EPS`] epsilons of the larger of 1 and the output's largest
+//! finite magnitude: the tolerance `verify` uses for GPU code, loose enough for reassociation
+//! and the GPU's own math functions, tight enough for a wrong offset, a lost term or an
+//! unwritten point). Schedules nothing ran before (the tuner's space is large) are where a
+//! code generator's bug or a device's quirk would hide; this catches it on the data it would
+//! corrupt, at the cost of one more sweep on each backend per tuning.
+
+use std::ops::ControlFlow;
+
+use stencil_core::{Backend, Element, Job, Schedule};
+use stencil_cpu::CpuBackend;
+
+/// Tolerance of the comparison, in units of the element type's epsilon times the scale.
+pub const TOLERANCE_EPS: f64 = 4096.0;
+
+/// Runs `job` under `schedule` on `backend` and under the CPU backend's default schedule, and
+/// compares the outputs; `Err` says where they first disagree. Leaves the CPU's results in
+/// the outputs.
+pub(super) fn agrees_with_cpu<T: Element>(
+    backend: &dyn Backend<T>,
+    job: &mut Job<'_, T>,
+    schedule: &Schedule,
+) -> Result<(), String> {
+    backend
+        .run(job, schedule)
+        .map_err(|e| format!("it failed to run: {e}"))?;
+    let got: Vec<Vec<T>> = job.outputs().iter().map(|o| o.data.to_vec()).collect();
+    let cpu = CpuBackend::global();
+    let reference = <CpuBackend as Backend<T>>::default_schedule(cpu, job.kernel(), job.shape());
+    cpu.run(job, &reference)
+        .map_err(|e| format!("the CPU backend could not run the call: {e}"))?;
+    let kernel = job.kernel();
+    let names: Vec<String> = kernel
+        .outputs()
+        .map(|f| kernel.field(f).name.clone())
+        .collect();
+    for ((out, got), name) in job.outputs().iter().zip(&got).zip(&names) {
+        let mut scale = 1.0f64;
+        for_each_interior(out.geom.interior(), |p| {
+            let m = out.data[out.geom.index(p)].to_f64().abs();
+            if m.is_finite() {
+                scale = scale.max(m);
+            }
+            ControlFlow::Continue(())
+        });
+        let tolerance = TOLERANCE_EPS * T::EPSILON.to_f64() * scale;
+        let mut disagreement = None;
+        for_each_interior(out.geom.interior(), |p| {
+            let i = out.geom.index(p);
+            let (g, w) = (got[i].to_f64(), out.data[i].to_f64());
+            let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+            if same || (g - w).abs() < tolerance {
+                return ControlFlow::Continue(());
+            }
+            disagreement = Some(format!(
+                "output `{name}` at {p:?}: the CPU backend computes {w:e}, this schedule {g:e} \
+                 (tolerance {tolerance:e})"
+            ));
+            ControlFlow::Break(())
+        });
+        if let Some(d) = disagreement {
+            return Err(d);
+        }
+    }
+    Ok(())
+}
+
+/// Calls `f` at every point of an interior of `shape`, in row-major order, until it breaks.
+fn for_each_interior(shape: &[usize], mut f: impl FnMut(&[isize]) -> ControlFlow<()>) {
+    if shape.contains(&0) {
+        return;
+    }
+    let mut p = vec![0isize; shape.len()];
+    'points: loop {
+        if f(&p).is_break() {
+            return;
+        }
+        for d in (0..shape.len()).rev() {
+            p[d] += 1;
+            if (p[d] as usize) < shape[d] {
+                continue 'points;
+            }
+            p[d] = 0;
+        }
+        return;
+    }
+}

@@ -1,0 +1,201 @@
+//! A tuned winner on a backend other than the CPU is checked against the CPU backend's result on
+//! the call's own data before it is cached: a wrong variant that wins the timing is rejected,
+//! reported in `TuneReport::rejected`, never cached, and the call runs the default schedule
+//! (correctly); when the default is wrong too the call fails with `VerificationFailed`.
+//!
+//! The backend under test is the PTX emulator behind a two-point tuning space: the default
+//! schedule and a thread-per-point schedule generated with a planted off-by-one, which runs
+//! without the delay the correct schedules get, so it wins every timing.
+
+use std::time::Duration;
+
+use stencil::prelude::*;
+use stencil::{
+    Backend, EmulatedGpu, ErrorKind, GpuSchedule, Job, Kernel, Launch, Schedule, TunePolicy,
+    TuningCache, TuningSource, kernels,
+};
+use stencil_core::schedule::{DimValue, SearchSpace, TuningSpace};
+use stencil_cuda::CodegenOptions;
+
+/// The emulator, with one schedule (`wrong`) run by a generator with a planted bug.
+struct OneWrongVariant {
+    correct: EmulatedGpu,
+    planted: EmulatedGpu,
+    wrong: GpuSchedule,
+    /// Whether the default schedule is wrong as well.
+    default_wrong: bool,
+}
+
+impl OneWrongVariant {
+    fn new(default_wrong: bool) -> Self {
+        OneWrongVariant {
+            correct: EmulatedGpu::new(),
+            planted: EmulatedGpu::with_options(CodegenOptions {
+                planted_off_by_one: true,
+            }),
+            wrong: GpuSchedule {
+                block: [32, 4, 1],
+                ..GpuSchedule::default()
+            },
+            default_wrong,
+        }
+    }
+
+    fn default_gpu(&self) -> GpuSchedule {
+        GpuSchedule {
+            block: [64, 2, 1],
+            ..GpuSchedule::default()
+        }
+    }
+}
+
+impl Backend<f64> for OneWrongVariant {
+    fn name(&self) -> String {
+        "emulated gpu with one wrong variant".into()
+    }
+    fn default_schedule(&self, _: &Kernel, _: &[usize]) -> Schedule {
+        Schedule::Gpu(self.default_gpu())
+    }
+    fn sample_schedules(&self, _: &Kernel, _: &[usize]) -> Vec<Schedule> {
+        vec![Schedule::Gpu(self.default_gpu()), Schedule::Gpu(self.wrong)]
+    }
+    fn run(&self, job: &mut Job<'_, f64>, schedule: &Schedule) -> stencil::Result<()> {
+        let fast = *schedule == Schedule::Gpu(self.wrong);
+        if !fast {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        if fast || self.default_wrong {
+            self.planted.run(job, schedule)
+        } else {
+            self.correct.run(job, schedule)
+        }
+    }
+    fn tuning_device(&self) -> Option<(String, usize)> {
+        Some(("emulated test device".into(), 1))
+    }
+    fn tuning_space(&self, _: &Kernel, _: &[usize]) -> Option<TuningSpace> {
+        let (default, wrong) = (self.default_gpu(), self.wrong);
+        let space = SearchSpace::new().with(
+            "variant",
+            vec![
+                DimValue::Name("default".into()),
+                DimValue::Name("planted".into()),
+            ],
+        );
+        let mut tuning = TuningSpace::new(space, move |p| {
+            Some(Schedule::Gpu(if p[0] == 0 { default } else { wrong }))
+        });
+        tuning.default_point = Some(vec![0]);
+        Some(tuning)
+    }
+}
+
+fn grids() -> (Grid2<f64>, Grid2<f64>) {
+    let mut u = Grid2::<f64>::new([24, 40]).unwrap();
+    u.fill_with(|[i, j]| ((i * 7 + j * 3) % 11) as f64 - 4.5);
+    (u.clone(), u)
+}
+
+fn on_cpu(u: &Grid2<f64>) -> Grid2<f64> {
+    let mut out = u.like();
+    Launch::new(kernels::five_point::stencil())
+        .input("u", u)
+        .output("out", &mut out)
+        .param("c0", 0.5)
+        .param("c1", 0.125)
+        .tune(TunePolicy::Off)
+        .run()
+        .unwrap();
+    out
+}
+
+fn temp_cache(name: &str) -> TuningCache {
+    let path = std::env::temp_dir().join(format!(
+        "stencil-winner-check-{name}-{}.json",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    TuningCache::at(path)
+}
+
+#[test]
+fn a_wrong_winner_is_rejected_reported_and_not_cached() {
+    let backend = OneWrongVariant::new(false);
+    let (u, _) = grids();
+    let mut out = u.like();
+    out.fill(f64::NAN);
+    let cache = temp_cache("rejected");
+    let report = Launch::new(kernels::five_point::stencil())
+        .input("u", &u)
+        .output("out", &mut out)
+        .param("c0", 0.5)
+        .param("c1", 0.125)
+        .on(&backend)
+        .tune(TunePolicy::Thorough)
+        .tuning_cache(cache.clone())
+        .run_with_report()
+        .unwrap();
+    assert_eq!(report.source, TuningSource::Tuned, "{report}");
+    let rejected = report
+        .rejected
+        .as_deref()
+        .expect("the planted winner is rejected");
+    assert!(rejected.contains("planted"), "{rejected}");
+    assert!(rejected.contains("output `out` at"), "{rejected}");
+    assert_eq!(report.schedule, Schedule::Gpu(backend.default_gpu()));
+    assert!(
+        report.to_string().contains("rejected the tuned winner"),
+        "{report}"
+    );
+    // The call's result is the default schedule's, which is right.
+    let want = on_cpu(&u);
+    for (p, w) in want.interior_iter() {
+        assert_eq!(out[p], w, "{p:?}");
+    }
+    assert!(cache.entries().is_empty(), "a rejected winner was cached");
+    let _ = std::fs::remove_file(cache.path());
+}
+
+#[test]
+fn a_right_winner_is_kept_and_cached() {
+    // Control: the same backend without the bug keeps its winner (the faster, undelayed
+    // schedule) and caches it, so the rejection above is the check's doing.
+    let mut backend = OneWrongVariant::new(false);
+    backend.planted = EmulatedGpu::new();
+    let (u, _) = grids();
+    let mut out = u.like();
+    let cache = temp_cache("kept");
+    let report = Launch::new(kernels::five_point::stencil())
+        .input("u", &u)
+        .output("out", &mut out)
+        .param("c0", 0.5)
+        .param("c1", 0.125)
+        .on(&backend)
+        .tune(TunePolicy::Thorough)
+        .tuning_cache(cache.clone())
+        .run_with_report()
+        .unwrap();
+    assert_eq!(report.rejected, None, "{report}");
+    assert_eq!(report.schedule, Schedule::Gpu(backend.wrong), "{report}");
+    assert_eq!(cache.entries().len(), 1);
+    let _ = std::fs::remove_file(cache.path());
+}
+
+#[test]
+fn a_wrong_default_behind_a_wrong_winner_fails_the_call() {
+    let backend = OneWrongVariant::new(true);
+    let (u, _) = grids();
+    let mut out = u.like();
+    let err = Launch::new(kernels::five_point::stencil())
+        .input("u", &u)
+        .output("out", &mut out)
+        .param("c0", 0.5)
+        .param("c1", 0.125)
+        .on(&backend)
+        .tune(TunePolicy::Thorough)
+        .without_tuning_cache()
+        .run()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::VerificationFailed, "{err}");
+    assert!(err.to_string().contains("both disagree"), "{err}");
+}
