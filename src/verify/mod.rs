@@ -52,6 +52,24 @@ pub struct VerifyConfig {
     /// operations (division, functions, `min`, `max`, `pow`, `select`) on such backends
     /// (the GPU code) are held to this tolerance.
     pub tolerance_eps: f64,
+    /// Special-values mode (default `false`): about one input point in six (interior and halo)
+    /// holds a special value instead of a uniform one in `[-1, 1]`: NaN, `+inf`, `-inf`, `+0`,
+    /// `-0`, the smallest subnormal and its negation, the largest finite value and its
+    /// negation, or `1e30` (f32) / `1e300` (f64). The interpreter's semantics are Rust's IEEE
+    /// 754 arithmetic, which every backend must share: NaN propagates through arithmetic and
+    /// the functions; `min` and `max` return the other operand when one is NaN (IEEE
+    /// `minNum`/`maxNum`); every comparison with a NaN is false (`!=` true), so `select` and
+    /// `if` take the else branch; subnormals are kept, never flushed to zero; infinities
+    /// follow IEEE rules (`inf - inf` is NaN). Where the backend computes the interpreter's
+    /// bits every value must be those bits (signed zeros included). Elsewhere (reassociated
+    /// or contracted arithmetic, which may overflow where the interpreter's order does not)
+    /// only points clear of overflow are held to a value: for kernels of sums and products, a
+    /// point a NaN reached must be NaN, and one whose magnitude is at most 2^-20 of the
+    /// largest finite value must be within the per-point bound; for other kernels a finite
+    /// reference of at most that size must be matched by a finite value within
+    /// `tolerance_eps` epsilons of `max(1, |reference|)`. Used by [`verify`]
+    /// and [`verify_with`]; [`verify_steps`] ignores it.
+    pub special_values: bool,
 }
 
 impl Default for VerifyConfig {
@@ -60,6 +78,7 @@ impl Default for VerifyConfig {
             seed: 0x5eed_57e9_c11a,
             shapes: None,
             tolerance_eps: 4096.0,
+            special_values: false,
         }
     }
 }
@@ -218,6 +237,31 @@ fn second_poison<T: Element>() -> T {
     }
 }
 
+/// One of the special values of [`VerifyConfig::special_values`], drawn uniformly.
+fn special<T: Element>(rng: &mut Rng) -> T {
+    let (subnormal, max, large) = match T::ELEM {
+        ElemType::F64 => (f64::from_bits(1), f64::MAX, 1e300),
+        ElemType::F32 => (
+            f64::from(f32::from_bits(1)),
+            f64::from(f32::MAX),
+            f64::from(1e30f32),
+        ),
+    };
+    let values = [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        subnormal,
+        -subnormal,
+        max,
+        -max,
+        large,
+    ];
+    T::from_f64(values[rng.index(values.len())])
+}
+
 fn bits<T: Element>(v: T) -> u64 {
     v.to_f64().to_bits()
 }
@@ -252,6 +296,9 @@ fn verify_dims<T: Element, const D: usize>(
             g.set_boundary(Boundary::UserManaged);
             for v in g.as_mut_slice() {
                 *v = T::from_f64(rng.uniform(-1.0, 1.0));
+                if config.special_values && rng.chance(1.0 / 6.0) {
+                    *v = special(&mut rng);
+                }
             }
             g.update_halo();
             inputs.push(g);
@@ -348,6 +395,62 @@ fn verify_dims<T: Element, const D: usize>(
     report.unless_empty("verify")
 }
 
+/// The magnitude at `point` when `allowed` is per point.
+fn allowed_at<const D: usize>(allowed: &Allowed<'_, D>, point: [usize; D]) -> Option<f64> {
+    match allowed {
+        Allowed::PerPoint(m, _) => Some(m[point]),
+        _ => None,
+    }
+}
+
+/// [`VerifyConfig::special_values`] for a backend that does not compute the interpreter's
+/// bits: reassociation and contraction may overflow, or not, where the interpreter's order
+/// does not, so only points clear of overflow are held to a value. With a per-point
+/// `magnitude` (kernels of sums and products): a NaN magnitude (a NaN reached the point,
+/// which every order propagates) requires NaN; a finite one at most [`CLEAR_OF_OVERFLOW`]
+/// times the largest finite value requires the value within `bound`; others nothing. Without
+/// one: a finite reference of at most that size requires the same class (a finite value)
+/// within `tolerance_eps` epsilons of `max(1, |reference|)`; others nothing.
+fn special_agrees<T: Element>(
+    got: T,
+    want: T,
+    magnitude: Option<f64>,
+    bound: f64,
+    config: &VerifyConfig,
+) -> bool {
+    let largest = match T::ELEM {
+        ElemType::F64 => f64::MAX,
+        ElemType::F32 => f64::from(f32::MAX),
+    };
+    let clear = |m: f64| m.is_finite() && m <= CLEAR_OF_OVERFLOW * largest;
+    let (g, w) = (got.to_f64(), want.to_f64());
+    match magnitude {
+        Some(m) if m.is_nan() => g.is_nan(),
+        Some(m) if clear(m) => class(got) == class(want) && agrees(got, want, false, bound),
+        Some(_) => true,
+        None if clear(w.abs()) => {
+            let tol = config.tolerance_eps * T::EPSILON.to_f64() * w.abs().max(1.0);
+            g.is_finite() && agrees(got, want, false, tol)
+        }
+        None => true,
+    }
+}
+
+/// How far below the largest finite value a magnitude or reference value must stay for
+/// [`special_agrees`] to hold a point to a value (2^-20).
+const CLEAR_OF_OVERFLOW: f64 = 1.0 / 1_048_576.0;
+
+/// NaN, `+inf`, `-inf` or finite, as 0 to 3.
+fn class<T: Element>(v: T) -> u8 {
+    let v = v.to_f64();
+    match v {
+        _ if v.is_nan() => 0,
+        f64::INFINITY => 1,
+        f64::NEG_INFINITY => 2,
+        _ => 3,
+    }
+}
+
 /// Whether a backend's value `got` agrees with the oracle's `want`: the same bits (any NaN
 /// for a NaN) when `exact`, else also any value within `tol`.
 fn agrees<T: Element>(got: T, want: T, exact: bool, tol: f64) -> bool {
@@ -419,7 +522,12 @@ fn compare<T: Element, const D: usize>(
             Allowed::PerPoint(m, factor) => (false, magnitude::bound::<T>(m[point], factor)),
             Allowed::Scaled(scale) => (false, config.tolerance_eps * T::EPSILON.to_f64() * scale),
         };
-        if !agrees(g, w, exact, tol) {
+        let ok = if config.special_values && !exact {
+            special_agrees(g, w, allowed_at(&allowed, point), tol, config)
+        } else {
+            agrees(g, w, exact, tol)
+        };
+        if !ok {
             let how = match allowed {
                 Allowed::Exact => "exactly: the backend keeps the interpreter's arithmetic".into(),
                 Allowed::PerPoint(m, factor) => format!(
