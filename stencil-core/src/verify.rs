@@ -10,6 +10,8 @@ use std::fmt;
 use crate::element::ElemType;
 use crate::ir::{Expr, ExprId, FieldId, Kernel, LetId, MAX_DIMS, MAX_RADIUS, ParamId, Role, Stmt};
 
+mod text;
+
 /// Where in a kernel a problem is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Location {
@@ -84,6 +86,9 @@ pub struct VerifyError {
     pub kind: VerifyErrorKind,
     /// Where.
     pub location: Location,
+    /// Where, as kernel-language text: the offending expression or statement printed as
+    /// source (`u[i-9, j] + c`), or the field, parameter or kernel by name.
+    pub source: String,
 }
 
 /// Every problem found in a kernel (never empty).
@@ -135,7 +140,7 @@ impl fmt::Display for VerifyErrorKind {
 
 impl fmt::Display for VerifyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (at {:?})", self.kind, self.location)
+        write!(f, "{} (at {})", self.kind, self.source)
     }
 }
 
@@ -178,7 +183,12 @@ struct Verifier<'k> {
 
 impl Verifier<'_> {
     fn push(&mut self, kind: VerifyErrorKind, location: Location) {
-        self.errors.push(VerifyError { kind, location });
+        let source = text::describe(self.kernel, &location);
+        self.errors.push(VerifyError {
+            kind,
+            location,
+            source,
+        });
     }
 
     fn check_header(&mut self) {
