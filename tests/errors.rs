@@ -43,6 +43,8 @@ fn halo_narrower_than_the_radius_is_an_error() {
     let e = wide(&u, &mut v).run().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::HaloTooNarrow, "{e}");
     assert!(e.to_string().contains("halo of 2"), "{e}");
+    // The message says how to make a grid that fits.
+    assert!(e.to_string().contains("Grid::with_halo(shape, 3)"), "{e}");
     // With a halo of 3 it runs.
     let u = Grid2::<f64>::with_halo([8, 8], 3).unwrap();
     let mut v = u.like();

@@ -116,10 +116,14 @@ impl<'a, T: Element> Job<'a, T> {
                 return Err(Error::new(
                     ErrorKind::HaloTooNarrow,
                     format!(
-                        "kernel `{}` reads up to {} points away but input `{name}` has a halo of {}",
+                        "kernel `{}` reads up to {} points away but input `{name}` has a halo of \
+                         {}: allocate it with `Grid::with_halo(shape, {})` (`Grid::new` gives a \
+                         halo of {})",
                         kernel.name,
                         r.max(),
-                        v.geom.halo
+                        v.geom.halo,
+                        r.max(),
+                        crate::grid::DEFAULT_HALO
                     ),
                 ));
             }

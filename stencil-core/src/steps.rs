@@ -397,7 +397,8 @@ impl<'a, T: Element> StepsJob<'a, T> {
                     ErrorKind::HaloTooNarrow,
                     format!(
                         "kernel `{}` reads up to {r} points away but grid `{n}` has a halo of {} \
-                         (in a time loop every grid of a rotation is read by some step)",
+                         (in a time loop every grid of a rotation is read by some step): \
+                         allocate it with `Grid::with_halo(shape, {r})`",
                         kernel.name, g.halo
                     ),
                 ));
