@@ -62,3 +62,36 @@ fn mistakes_are_errors_with_line_and_column() {
     let error = stencil::parse::<f32>(DIFFUSE).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::ElementTypeMismatch);
 }
+
+#[test]
+fn a_kernel_read_from_a_file_runs_and_its_mistakes_carry_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("stencil-parse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("diffuse.stencil");
+    std::fs::write(&good, DIFFUSE).unwrap();
+    let text = std::fs::read_to_string(&good).unwrap();
+    let parsed: Stencil<f64> = stencil::parse(&text).unwrap();
+    let u = Grid2::<f64>::from_fn([9, 11], 4, |[i, j]| (i as f64) * 0.5 - (j as f64)).unwrap();
+    let (mut a, mut b) = (u.like(), u.like());
+    Launch::new(&parsed)
+        .input("u", &u)
+        .output("out", &mut a)
+        .param("c", 0.25)
+        .param("h", 2.0)
+        .run()
+        .unwrap();
+    diffuse(&u, &mut b, 0.25, 2.0).run().unwrap();
+    assert_eq!(a.as_slice(), b.as_slice());
+
+    // The same file with a misspelt grid on its sixth line (the text starts with a newline),
+    // in column 39.
+    let bad = dir.join("typo.stencil");
+    std::fs::write(&bad, DIFFUSE.replace("c * lap(u)", "c * lap(uu)")).unwrap();
+    let error = stencil::parse::<f64>(&std::fs::read_to_string(&bad).unwrap()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidKernel);
+    assert!(
+        error.to_string().starts_with("line 6, column 39:"),
+        "{error}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
