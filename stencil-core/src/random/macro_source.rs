@@ -21,9 +21,7 @@
 use std::collections::HashSet;
 use std::fmt::Write;
 
-use crate::ir::{
-    BinaryOp, CmpOp, Expr, ExprId, FieldId, Kernel, LetId, LogicOp, Role, Stmt, UnaryOp,
-};
+use crate::ir::{BinaryOp, Expr, ExprId, FieldId, Kernel, LetId, LogicOp, Role, Stmt, UnaryOp};
 
 /// `kernel` as a `stencil! { pub fn ... }` invocation (see the module documentation).
 ///
@@ -293,14 +291,7 @@ impl<'k> Printer<'k> {
                 ),
             },
             Expr::Compare { op, lhs, rhs } => {
-                let symbol = match op {
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                    CmpOp::Eq => "==",
-                    CmpOp::Ne => "!=",
-                };
+                let symbol = op.symbol();
                 // Comparisons do not chain: both sides bind tighter.
                 let (text, _) = self.infix(lhs, symbol, rhs, COMPARE + 1, COMPARE + 1);
                 (text, COMPARE)
@@ -366,7 +357,7 @@ mod tests {
     use crate::interp::testing::{
         run_random, same_bits, seven_point, star, twenty_seven_point_repeated,
     };
-    use crate::ir::KernelBuilder;
+    use crate::ir::{CmpOp, KernelBuilder};
     use crate::random::source_parser::parse;
     use crate::random::{RandomStencilConfig, random_stencil};
     use crate::simplify::simplify;

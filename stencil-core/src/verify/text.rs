@@ -3,7 +3,7 @@
 //! kernels that failed verification, so it never trusts an id: an id out of range prints as
 //! `<expression #n>`, and deep trees are cut off with `...`.
 
-use crate::ir::{BinaryOp, CmpOp, Expr, ExprId, Kernel, LogicOp, Stmt, UnaryOp};
+use crate::ir::{BinaryOp, Expr, ExprId, Kernel, LogicOp, Stmt, UnaryOp};
 
 use super::Location;
 
@@ -93,7 +93,7 @@ fn expr(kernel: &Kernel, id: ExprId, depth: usize) -> String {
             .map_or_else(|| format!("<let #{}>", l.index()), |l| l.name.clone()),
         Expr::Unary { op, arg } => match op {
             UnaryOp::Neg => format!("-{}", operand(arg)),
-            op => format!("{}({})", unary_name(op), sub(arg)),
+            op => format!("{}({})", op.name(), sub(arg)),
         },
         Expr::Binary { op, lhs, rhs } => match op {
             BinaryOp::Add => format!("{} + {}", operand(lhs), operand(rhs)),
@@ -105,15 +105,7 @@ fn expr(kernel: &Kernel, id: ExprId, depth: usize) -> String {
             BinaryOp::Pow => format!("pow({}, {})", sub(lhs), sub(rhs)),
         },
         Expr::Compare { op, lhs, rhs } => {
-            let symbol = match op {
-                CmpOp::Lt => "<",
-                CmpOp::Le => "<=",
-                CmpOp::Gt => ">",
-                CmpOp::Ge => ">=",
-                CmpOp::Eq => "==",
-                CmpOp::Ne => "!=",
-            };
-            format!("{} {symbol} {}", operand(lhs), operand(rhs))
+            format!("{} {} {}", operand(lhs), op.symbol(), operand(rhs))
         }
         Expr::Logic { op, lhs, rhs } => {
             let symbol = match op {
@@ -128,22 +120,6 @@ fn expr(kernel: &Kernel, id: ExprId, depth: usize) -> String {
             then,
             otherwise,
         } => format!("select({}, {}, {})", sub(cond), sub(then), sub(otherwise)),
-    }
-}
-
-fn unary_name(op: UnaryOp) -> &'static str {
-    match op {
-        UnaryOp::Neg => "-",
-        UnaryOp::Abs => "abs",
-        UnaryOp::Sqrt => "sqrt",
-        UnaryOp::Exp => "exp",
-        UnaryOp::Ln => "ln",
-        UnaryOp::Sin => "sin",
-        UnaryOp::Cos => "cos",
-        UnaryOp::Tan => "tan",
-        UnaryOp::Tanh => "tanh",
-        UnaryOp::Floor => "floor",
-        UnaryOp::Ceil => "ceil",
     }
 }
 
