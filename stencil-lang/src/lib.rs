@@ -57,6 +57,23 @@ impl fmt::Display for SourceError {
     }
 }
 
+/// The kernels of a block's items, in order, and its helpers, modelled and checked once (their
+/// mistakes reported into `diagnostics`, whoever calls them).
+pub fn kernels_and_helpers(
+    items: Vec<parse::Item>,
+    diagnostics: &mut Diagnostics,
+) -> (Vec<parse::KernelItem>, validate::Helpers) {
+    let mut kernels = Vec::new();
+    let mut helpers = Vec::new();
+    for item in items {
+        match item {
+            parse::Item::Kernel(kernel) => kernels.push(*kernel),
+            parse::Item::Helper(helper) => helpers.push(model::build_helper(helper, diagnostics)),
+        }
+    }
+    (kernels, validate::check_helpers(helpers, diagnostics))
+}
+
 /// Compiles kernel source text, as written inside `stencil! { ... }`, holding one kernel and
 /// any helpers, to verified IR; or every mistake, in source order of discovery.
 ///
@@ -74,17 +91,7 @@ pub fn compile(source: &str) -> Result<Kernel, Vec<SourceError>> {
             .collect::<Vec<_>>()
     })?;
     let mut diagnostics = Diagnostics::default();
-    let mut kernels = Vec::new();
-    let mut helpers = Vec::new();
-    for item in items {
-        match item {
-            parse::Item::Kernel(kernel) => kernels.push(*kernel),
-            parse::Item::Helper(helper) => {
-                helpers.push(model::build_helper(helper, &mut diagnostics));
-            }
-        }
-    }
-    let helpers = validate::check_helpers(helpers, &mut diagnostics);
+    let (kernels, helpers) = kernels_and_helpers(items, &mut diagnostics);
     if kernels.len() != 1 {
         let at = kernels
             .get(1)

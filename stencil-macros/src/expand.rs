@@ -18,17 +18,7 @@ pub(crate) fn expand(input: TokenStream) -> TokenStream {
         Err(error) => return error.to_compile_error(),
     };
     let mut diagnostics = Diagnostics::default();
-    let mut kernels = Vec::new();
-    let mut helpers = Vec::new();
-    for item in items {
-        match item {
-            parse::Item::Kernel(kernel) => kernels.push(*kernel),
-            parse::Item::Helper(helper) => {
-                helpers.push(model::build_helper(helper, &mut diagnostics));
-            }
-        }
-    }
-    let helpers = validate::check_helpers(helpers, &mut diagnostics);
+    let (kernels, helpers) = stencil_lang::kernels_and_helpers(items, &mut diagnostics);
     let helpers_failed = !diagnostics.is_empty();
     let mut out = diagnostics.to_compile_errors();
     for kernel in kernels {
