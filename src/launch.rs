@@ -6,10 +6,14 @@
 //! kernel reads, an input whose interior-dependent halo is stale, a grid passed as both input
 //! and output (impossible through the borrow checker, checked anyway). After a successful run
 //! every output's halo is filled according to its boundary conditions, so the output can be
-//! the next sweep's input.
+//! the next sweep's input, and every reduction's result is in its [`Sum`], [`Min`] or [`Max`].
 
 use stencil_core::grid::Grid;
-use stencil_core::{Backend, Element, Error, ErrorKind, Job, Result, Schedule, Stencil};
+use stencil_core::{
+    Backend, Element, Error, ErrorKind, Job, ReductionTarget, Result, Schedule, Stencil,
+};
+#[cfg(doc)]
+use stencil_core::{Max, Min, Sum};
 use stencil_cpu::CpuBackend;
 use stencil_tune::{TunePolicy, TuningCache};
 
@@ -24,6 +28,7 @@ pub struct Launch<'g, T: Element, const D: usize> {
     inputs: Vec<Option<&'g Grid<T, D>>>,
     outputs: Vec<Option<&'g mut Grid<T, D>>>,
     params: Vec<Option<T>>,
+    reductions: Vec<Option<&'g mut dyn ReductionTarget<T>>>,
     backend: Option<&'g dyn Backend<T>>,
     schedule: Option<Schedule>,
     tune: TuneSettings,
@@ -40,6 +45,7 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             inputs: (0..kernel.inputs().count()).map(|_| None).collect(),
             outputs: (0..kernel.outputs().count()).map(|_| None).collect(),
             params: vec![None; kernel.params.len()],
+            reductions: (0..kernel.reductions.len()).map(|_| None).collect(),
             backend: None,
             schedule: None,
             tune: TuneSettings::default(),
@@ -71,6 +77,59 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
         launch.outputs = outputs.into_iter().map(Some).collect();
         launch.params = params.into_iter().map(Some).collect();
         launch
+    }
+
+    /// Binds the reductions of a call `stencil!` generated (declaration order); used by the
+    /// code it generates.
+    #[doc(hidden)]
+    pub fn with_reductions(mut self, targets: Vec<&'g mut dyn ReductionTarget<T>>) -> Self {
+        if targets.len() != self.reductions.len() {
+            let e = Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "kernel `{}` has {} reductions, {} given",
+                    self.stencil.kernel().name,
+                    self.reductions.len(),
+                    targets.len()
+                ),
+            );
+            self.fail(e);
+            return self;
+        }
+        self.reductions = targets.into_iter().map(Some).collect();
+        self
+    }
+
+    /// Binds reduction `name` to `target`, a [`Sum`], [`Min`] or [`Max`] matching the
+    /// reduction's declared operation; after a successful [`run`](Self::run) it holds the
+    /// result. Binding a reduction twice, or to a target of another operation, makes the call
+    /// fail with [`ErrorKind::BadArgument`].
+    pub fn reduction(mut self, name: &str, target: &'g mut dyn ReductionTarget<T>) -> Self {
+        let kernel = self.stencil.kernel();
+        match kernel.reduction_by_name(name) {
+            Some(r) if self.reductions[r.index()].is_some() => {
+                let e = self.twice(name, "reduction");
+                self.fail(e);
+            }
+            Some(r) if kernel.reductions[r.index()].op != target.op() => {
+                let e = Error::new(
+                    ErrorKind::BadArgument,
+                    format!(
+                        "kernel `{}`: reduction `{name}` is a `{}`, not a `{}`",
+                        kernel.name,
+                        kernel.reductions[r.index()].op.type_name(),
+                        target.op().type_name()
+                    ),
+                );
+                self.fail(e);
+            }
+            Some(r) => self.reductions[r.index()] = Some(target),
+            None => {
+                let e = self.unknown(name, "reduction");
+                self.fail(e);
+            }
+        }
+        self
     }
 
     /// Binds input field `name` to `grid`. Binding a field twice makes the call fail with
@@ -162,7 +221,9 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
         self
     }
 
-    /// Validates the call and runs it; then fills every output's halo per its boundaries.
+    /// Validates the call and runs it; then fills every output's halo per its boundaries and
+    /// stores every reduction's result in its target (see [`stencil_core::reduce`] for the
+    /// order a reduction combines in: the same bits whatever the schedule and thread count).
     /// Without an explicit [`schedule`](Self::schedule), the first call of a kernel on a
     /// shape tunes (or finds its schedule in the tuning cache); see [`crate::tuning`].
     ///
@@ -176,7 +237,11 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
     ///   one of its boundary conditions depends on the interior; call
     ///   [`Grid::update_halo`].
     /// - [`ErrorKind::AliasedGrids`]: an output shares storage with another grid.
+    /// - [`ErrorKind::BackendUnavailable`]: the kernel has reductions or reads an output in
+    ///   place, and the backend does not support that ([`stencil_core::check_support`]).
     /// - Backend errors.
+    ///
+    /// On an error no reduction target is changed.
     pub fn run(self) -> Result<()> {
         self.run_with_report().map(|_| ())
     }
@@ -193,21 +258,42 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             inputs,
             mut outputs,
             params,
+            reductions,
             backend,
             schedule,
             tune,
         } = self.bind()?;
-        let report = {
+        let kernel = stencil.kernel();
+        stencil_core::check_support(backend, kernel)?;
+        let (report, reduced) = {
             let input_views = inputs.iter().map(|g| g.view()).collect();
             // Backends write interior points only, so the outputs' halos keep their values.
             let output_views = outputs.iter_mut().map(|g| g.kernel_output_view()).collect();
             let mut job = Job::new(stencil, input_views, output_views, params)?;
             let report = tuning::schedule_for(backend, &mut job, schedule, &tune)?;
+            job.clear_reductions();
             backend.run(&mut job, &report.schedule)?;
-            report
+            (report, job.reductions().to_vec())
         };
         for grid in outputs {
             grid.refresh_halo();
+        }
+        let mut values = Vec::with_capacity(reduced.len());
+        for (value, r) in reduced.into_iter().zip(&kernel.reductions) {
+            values.push(value.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::BackendUnavailable,
+                    format!(
+                        "backend `{}` ran kernel `{}` but set no value for reduction `{}`",
+                        backend.name(),
+                        kernel.name,
+                        r.name
+                    ),
+                )
+            })?);
+        }
+        for (target, value) in reductions.into_iter().zip(values) {
+            target.set(value);
         }
         Ok(report)
     }
@@ -237,7 +323,9 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             backend,
             schedule,
             tune,
+            ..
         } = self.bind()?;
+        stencil_core::check_support(backend, stencil.kernel())?;
         let outputs: Vec<&Grid<T, D>> = outputs.into_iter().map(|g| &*g).collect();
         padding::search(&padding::Call {
             stencil,
@@ -296,11 +384,29 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
         for (grid, name) in self.outputs.into_iter().zip(&output_names) {
             outputs.push(grid.ok_or_else(|| missing("output", name))?);
         }
+        let mut reductions = Vec::with_capacity(self.reductions.len());
+        for (target, r) in self.reductions.into_iter().zip(&kernel.reductions) {
+            let target = target.ok_or_else(|| missing("reduction", &r.name))?;
+            if target.op() != r.op {
+                return Err(Error::new(
+                    ErrorKind::BadArgument,
+                    format!(
+                        "kernel `{}`: reduction `{}` is a `{}`, not a `{}`",
+                        kernel.name,
+                        r.name,
+                        r.op.type_name(),
+                        target.op().type_name()
+                    ),
+                ));
+            }
+            reductions.push(target);
+        }
         Ok(Bound {
             stencil: self.stencil,
             inputs,
             outputs,
             params,
+            reductions,
             backend: match self.backend {
                 Some(b) => b,
                 None => CpuBackend::global(),
@@ -354,6 +460,7 @@ struct Bound<'g, T: Element, const D: usize> {
     inputs: Vec<&'g Grid<T, D>>,
     outputs: Vec<&'g mut Grid<T, D>>,
     params: Vec<T>,
+    reductions: Vec<&'g mut dyn ReductionTarget<T>>,
     backend: &'g dyn Backend<T>,
     schedule: Option<Schedule>,
     tune: TuneSettings,

@@ -52,6 +52,7 @@
 extern crate self as stencil;
 
 pub mod kernels;
+pub mod krylov;
 mod launch;
 #[cfg(feature = "output")]
 pub mod output;
@@ -68,8 +69,8 @@ pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, 
 pub use stencil_core::schedule::{GpuVariant, MergeKind};
 pub use stencil_core::{
     Backend, CpuSchedule, CpuStores, ElemType, Element, Error, ErrorKind, FieldView, FieldViewMut,
-    Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Result, Rotation, Schedule, Stencil,
-    StepsJob, analysis, hash, interp, ir, random,
+    Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Max, Min, ReduceOp, ReductionTarget, Result,
+    Rotation, Schedule, Stencil, StepsJob, Sum, analysis, hash, interp, ir, random, reduce,
 };
 pub use stencil_cpu::CpuBackend;
 pub use stencil_macros::stencil;
@@ -92,10 +93,12 @@ pub use stencil_cuda::emulator;
 #[cfg(feature = "ndarray")]
 pub use ndarray;
 
-/// What a simulation code needs in scope: grids, boundaries, the macro and the error type.
+/// What a simulation code needs in scope: grids, boundaries, the macro, the error type and the
+/// reduction result types.
 pub mod prelude {
     pub use crate::{
-        Boundary, Error, Grid, Grid1, Grid2, Grid3, Grid4, Launch, Side, StepState, Steps, stencil,
+        Boundary, Error, Grid, Grid1, Grid2, Grid3, Grid4, Launch, Max, Min, Side, StepState,
+        Steps, Sum, stencil,
     };
 }
 
@@ -108,7 +111,8 @@ pub mod __private {
     pub use stencil_core::grid::Grid;
     pub use stencil_core::row::{OutputRun, RowArgs, RowWindow};
     pub use stencil_core::{
-        BinaryOp, CmpOp, ElemType, Element, KernelBuilder, LogicOp, Stencil, UnaryOp,
+        BinaryOp, CmpOp, ElemType, Element, KernelBuilder, LogicOp, Max, Min, ReduceOp,
+        ReductionTarget, Stencil, Sum, UnaryOp,
     };
     pub use stencil_cpu::{LINE_BYTES, lanes, stream_line};
 }

@@ -304,18 +304,59 @@ pub(crate) fn choose<T: Element>(
         shape: &shape,
         padding: &padding,
     };
+    // Outputs read in place (`y = a x + y`) change with every run, so every trial, and the
+    // call's own run after tuning, starts from the values the call was given: a snapshot taken
+    // before the first trial (only when there is one) and restored before each later run.
+    let in_place: Vec<usize> = stencil_core::analysis::in_place_outputs(kernel)
+        .into_iter()
+        .filter_map(|f| kernel.outputs().position(|o| o == f))
+        .collect();
+    let snapshot: std::cell::RefCell<Option<Vec<Vec<T>>>> = std::cell::RefCell::new(None);
+    let start_fresh = |job: &mut Job<'_, T>| {
+        if in_place.is_empty() {
+            return;
+        }
+        let mut snapshot = snapshot.borrow_mut();
+        match &*snapshot {
+            None => {
+                *snapshot = Some(
+                    in_place
+                        .iter()
+                        .map(|&o| job.outputs()[o].data.to_vec())
+                        .collect(),
+                );
+            }
+            Some(saved) => {
+                for (&o, values) in in_place.iter().zip(saved) {
+                    job.outputs_mut()[o].data.copy_from_slice(values);
+                }
+            }
+        }
+    };
     let job = std::cell::RefCell::new(job);
     let check = !backend.is_reference();
-    choose_for(
+    let report = choose_for(
         &call,
         &target,
         settings,
-        &mut |schedule| backend.run(&mut job.borrow_mut(), schedule).is_ok(),
+        &mut |schedule| {
+            let mut job = job.borrow_mut();
+            start_fresh(&mut job);
+            backend.run(&mut job, schedule).is_ok()
+        },
         &mut |schedule| match check {
-            true => winner::agrees_with_cpu(backend, &mut job.borrow_mut(), schedule),
+            true => {
+                let mut job = job.borrow_mut();
+                start_fresh(&mut job);
+                winner::agrees_with_cpu(backend, &mut job, schedule)
+            }
             false => Ok(()),
         },
-    )
+    );
+    if snapshot.borrow().is_some() {
+        start_fresh(&mut job.borrow_mut());
+    }
+    report
 }
 
 /// The schedule of a time loop of `stencil` on `backend` over an interior of `shape` (grids

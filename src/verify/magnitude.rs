@@ -27,6 +27,10 @@ pub(super) fn magnitudes<T: Element, const D: usize>(
     params: &[T],
     (shape, halo): ([usize; D], usize),
 ) -> Result<Option<(Vec<Grid<f64, D>>, f64)>> {
+    if !stencil_core::analysis::in_place_outputs(kernel).is_empty() {
+        // Outputs read in place hold values the rewritten kernel does not see.
+        return Ok(None);
+    }
     let Some(abs_kernel) = absolute(kernel) else {
         return Ok(None);
     };

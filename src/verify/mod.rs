@@ -144,7 +144,9 @@ pub fn verify<T: Element>(stencil: &Stencil<T>) -> Result<VerifyReport> {
     let cpu: &dyn Backend<T> = CpuBackend::global();
     let emulated = EmulatedGpu::new();
     let mut backends = vec![cpu];
-    if stencil_cuda::codegen::check_kernel(stencil.kernel()).is_ok() {
+    if stencil_cuda::codegen::check_kernel(stencil.kernel()).is_ok()
+        && stencil_core::check_support::<T>(&emulated, stencil.kernel()).is_ok()
+    {
         backends.push(&emulated);
     }
     verify_with(stencil, &backends, &VerifyConfig::default())
@@ -266,6 +268,9 @@ fn bits<T: Element>(v: T) -> u64 {
     v.to_f64().to_bits()
 }
 
+/// One run of a case: the outputs, and the reductions the backend set.
+type RunResult<T, const D: usize> = (Vec<Grid<T, D>>, Vec<Option<T>>);
+
 fn verify_dims<T: Element, const D: usize>(
     stencil: &Stencil<T>,
     backends: &[&dyn Backend<T>],
@@ -309,16 +314,43 @@ fn verify_dims<T: Element, const D: usize>(
             .map(|_| T::from_f64(rng.uniform(-1.5, 1.5)))
             .collect();
 
+        // Outputs read in place start from random interior values, the same for the oracle
+        // and every run (their halos still hold the poison).
+        let in_place: Vec<bool> = kernel
+            .outputs()
+            .map(|f| analysis::in_place_outputs(kernel).contains(&f))
+            .collect();
+        let initial: Vec<Vec<T>> = in_place
+            .iter()
+            .map(|&read| {
+                let count = if read { shape.iter().product() } else { 0 };
+                (0..count)
+                    .map(|_| T::from_f64(rng.uniform(-1.0, 1.0)))
+                    .collect()
+            })
+            .collect();
+        let start = |g: &mut Grid<T, D>, o: usize| {
+            if initial[o].is_empty() {
+                return;
+            }
+            let points: Vec<[usize; D]> = g.interior_iter().map(|(p, _)| p).collect();
+            for (point, &v) in points.into_iter().zip(&initial[o]) {
+                g[point] = v;
+            }
+        };
         // The oracle.
         let mut expected: Vec<Grid<T, D>> = (0..n_outputs)
             .map(|_| Grid::<T, D>::with_halo(shape, halo))
             .collect::<Result<_>>()?;
-        {
+        for (o, g) in expected.iter_mut().enumerate() {
+            start(g, o);
+        }
+        let expected_reductions = {
             let views: Vec<_> = inputs.iter().map(|g| g.view()).collect();
             let mut outs: Vec<FieldViewMut<'_, T>> =
                 expected.iter_mut().map(|g| g.view_mut()).collect();
-            interp::run(kernel, &views, &mut outs, &params);
-        }
+            interp::run_reducing(kernel, &views, &mut outs, &params)
+        };
         // Per-point bounds for backends that reassociate (kernels of sums and products).
         let magnitudes = magnitude::magnitudes(kernel, &inputs, &params, (shape, halo))?;
         let scales: Vec<f64> = expected
@@ -336,31 +368,34 @@ fn verify_dims<T: Element, const D: usize>(
             .collect();
 
         for backend in backends {
+            stencil_core::check_support(*backend, kernel)?;
             for schedule in backend.sample_schedules(kernel, &shape) {
-                let run = |poison: T| -> Result<Vec<Grid<T, D>>> {
+                let run = |poison: T| -> Result<RunResult<T, D>> {
                     let mut outputs: Vec<Grid<T, D>> = (0..n_outputs)
                         .map(|o| Grid::<T, D>::with_padding(shape, halo, padding(n_inputs + o)))
                         .collect::<Result<_>>()?;
-                    for g in &mut outputs {
+                    for (o, g) in outputs.iter_mut().enumerate() {
                         g.set_boundary(Boundary::UserManaged);
                         g.as_mut_slice().fill(poison);
+                        start(g, o);
                     }
                     {
                         let views = inputs.iter().map(|g| g.view()).collect();
                         let outs = outputs.iter_mut().map(|g| g.view_mut()).collect();
                         let mut job = Job::new(stencil, views, outs, params.clone())?;
                         backend.run(&mut job, &schedule)?;
+                        let reduced = job.reductions().to_vec();
+                        Ok((outputs, reduced))
                     }
-                    Ok(outputs)
                 };
-                let outputs = run(poison())?;
+                let (outputs, reduced) = run(poison())?;
                 // Points holding the poison: unwritten only if they hold the second poison
                 // in a second run too.
                 let suspicious = outputs
                     .iter()
                     .any(|g| g.as_slice().iter().any(|&v| bits(v) == bits(poison::<T>())));
                 let confirmed = if suspicious {
-                    Some(run(second_poison())?)
+                    Some(run(second_poison())?.0)
                 } else {
                     None
                 };
@@ -382,6 +417,7 @@ fn verify_dims<T: Element, const D: usize>(
                     };
                     report.points += compare(&case, name, (got, again), want, allowed, config)?;
                 }
+                compare_reductions(&case, kernel, &reduced, &expected_reductions, exact, config)?;
                 for (i, (g, copy)) in inputs.iter().zip(&input_copies).enumerate() {
                     if g.as_slice().iter().zip(copy).any(|(&v, &b)| bits(v) != b) {
                         let name = &kernel.field(kernel.inputs().nth(i).expect("input")).name;
@@ -480,6 +516,38 @@ impl Case<'_> {
             ),
         )
     }
+}
+
+/// Compares a run's reductions with the oracle's: the same bits (any NaN for a NaN) when
+/// `exact`, else within [`VerifyConfig::tolerance_eps`] epsilons of `max(1, |expected|)`.
+fn compare_reductions<T: Element>(
+    case: &Case<'_>,
+    kernel: &stencil_core::Kernel,
+    got: &[Option<T>],
+    want: &[T],
+    exact: bool,
+    config: &VerifyConfig,
+) -> Result<()> {
+    for ((got, &want), r) in got.iter().zip(want).zip(&kernel.reductions) {
+        let Some(got) = *got else {
+            return Err(case.fail(format!("reduction `{}` was not set", r.name)));
+        };
+        let tol = config.tolerance_eps * T::EPSILON.to_f64() * want.to_f64().abs().max(1.0);
+        if !agrees(got, want, exact, tol) {
+            return Err(case.fail(format!(
+                "reduction `{}`: expected {:e}, found {:e} ({})",
+                r.name,
+                want.to_f64(),
+                got.to_f64(),
+                if exact {
+                    "exactly"
+                } else {
+                    "within the tolerance"
+                }
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// How far a backend's value may be from the oracle's.

@@ -4,7 +4,7 @@
 //! argument counts); a backend receives only valid jobs and may rely on that geometry, which
 //! is what lets the CPU backend write output rows through raw pointers soundly.
 
-use crate::analysis::radius;
+use crate::analysis::field_radius;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Kernel;
@@ -23,6 +23,8 @@ pub struct Job<'a, T: Element> {
     inputs: Vec<FieldView<'a, T>>,
     outputs: Vec<FieldViewMut<'a, T>>,
     params: Vec<T>,
+    /// The reductions' results, set by the backend that runs the job.
+    reduced: Vec<Option<T>>,
 }
 
 impl<'a, T: Element> Job<'a, T> {
@@ -35,7 +37,8 @@ impl<'a, T: Element> Job<'a, T> {
     ///   ([`check_layout`](crate::view::check_layout)).
     /// - [`ErrorKind::DimensionMismatch`]: a grid's dimension count differs from the kernel's.
     /// - [`ErrorKind::ShapeMismatch`]: grids differ in interior shape.
-    /// - [`ErrorKind::HaloTooNarrow`]: an input's halo is narrower than the kernel's radius.
+    /// - [`ErrorKind::HaloTooNarrow`]: an input's halo is narrower than that input's own
+    ///   reads reach ([`field_radius`]: an input read only at its own point needs no halo).
     /// - [`ErrorKind::AliasedGrids`]: two grids share storage.
     pub fn new(
         stencil: &'a Stencil<T>,
@@ -88,7 +91,12 @@ impl<'a, T: Element> Job<'a, T> {
         {
             crate::view::check_layout::<T>(name, geom, len)?;
         }
-        let (first_name, first) = geoms[0];
+        let Some(&(first_name, first)) = geoms.first() else {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!("kernel `{}` takes no grid", kernel.name),
+            ));
+        };
         for &(name, g) in &geoms {
             if g.n_dims != kernel.n_dims {
                 return Err(Error::new(
@@ -110,19 +118,17 @@ impl<'a, T: Element> Job<'a, T> {
                 ));
             }
         }
-        let r = radius(kernel);
-        for (name, v) in names_in.iter().zip(&inputs) {
-            if (v.geom.halo as u64) < u64::from(r.max()) {
+        for ((name, v), field) in names_in.iter().zip(&inputs).zip(kernel.inputs()) {
+            let reach = field_radius(kernel, field).max();
+            if (v.geom.halo as u64) < u64::from(reach) {
                 return Err(Error::new(
                     ErrorKind::HaloTooNarrow,
                     format!(
-                        "kernel `{}` reads up to {} points away but input `{name}` has a halo of \
-                         {}: allocate it with `Grid::with_halo(shape, {})` (`Grid::new` gives a \
-                         halo of {})",
+                        "kernel `{}` reads input `{name}` up to {reach} points away but it has \
+                         a halo of {}: allocate it with `Grid::with_halo(shape, {reach})` \
+                         (`Grid::new` gives a halo of {})",
                         kernel.name,
-                        r.max(),
                         v.geom.halo,
-                        r.max(),
                         crate::grid::DEFAULT_HALO
                     ),
                 ));
@@ -158,6 +164,7 @@ impl<'a, T: Element> Job<'a, T> {
             inputs,
             outputs,
             params,
+            reduced: vec![None; kernel.reductions.len()],
         })
     }
 
@@ -173,7 +180,31 @@ impl<'a, T: Element> Job<'a, T> {
 
     /// Interior shape of the iteration (common to all grids), first `n_dims` entries.
     pub fn shape(&self) -> &[usize] {
-        self.outputs[0].geom.interior()
+        match self.outputs.first() {
+            Some(out) => out.geom.interior(),
+            // `Job::new` saw at least one grid.
+            None => self.inputs[0].geom.interior(),
+        }
+    }
+
+    /// Stores the result of reduction number `reduction` (declaration order); a backend that
+    /// runs a kernel with reductions sets every one, combined in the order of
+    /// [`crate::reduce`].
+    ///
+    /// # Panics
+    /// If `reduction` is out of range (a backend bug).
+    pub fn set_reduction(&mut self, reduction: usize, value: T) {
+        self.reduced[reduction] = Some(value);
+    }
+
+    /// The reductions' results in declaration order, `None` where the backend set none.
+    pub fn reductions(&self) -> &[Option<T>] {
+        &self.reduced
+    }
+
+    /// Forgets the reductions' results (before a run whose results are wanted).
+    pub fn clear_reductions(&mut self) {
+        self.reduced.fill(None);
     }
 
     /// Input views, in declaration order.
@@ -203,6 +234,33 @@ impl<'a, T: Element> Job<'a, T> {
     }
 }
 
+/// `Ok` when `backend` can run `kernel`: [`ErrorKind::BackendUnavailable`] for a kernel with
+/// reductions on a backend that does not compute them ([`Backend::supports_reductions`]), or
+/// one reading an output in place on a backend that does not run such kernels
+/// ([`Backend::supports_in_place`]). The facade calls it before every run.
+///
+/// # Errors
+/// As above, naming the kernel, the backend and what is missing.
+pub fn check_support<T: Element>(backend: &dyn Backend<T>, kernel: &Kernel) -> Result<()> {
+    let missing = if kernel.has_reductions() && !backend.supports_reductions() {
+        "reductions"
+    } else if !crate::analysis::in_place_outputs(kernel).is_empty() && !backend.supports_in_place()
+    {
+        "outputs read in place"
+    } else {
+        return Ok(());
+    };
+    Err(Error::new(
+        ErrorKind::BackendUnavailable,
+        format!(
+            "kernel `{}` has {missing}, which backend `{}` does not support; run it on the CPU \
+             backend",
+            kernel.name,
+            backend.name()
+        ),
+    ))
+}
+
 /// A backend: something that runs validated jobs under a schedule.
 ///
 /// Backends describe themselves with data (name, availability, schedules); shared logic such
@@ -227,6 +285,20 @@ pub trait Backend<T: Element>: Send + Sync {
     /// own math functions must not claim it.
     fn matches_interpreter_bits(&self, kernel: &Kernel, schedule: &Schedule) -> bool {
         let _ = (kernel, schedule);
+        false
+    }
+
+    /// Whether this backend computes reductions ([`crate::reduce`]), setting every result with
+    /// [`Job::set_reduction`]. The default is `false`: [`check_support`] then refuses kernels
+    /// with reductions on this backend.
+    fn supports_reductions(&self) -> bool {
+        false
+    }
+
+    /// Whether this backend runs kernels that read an output in place (at offset zero, before
+    /// writing it: `y = a * x + y`). The default is `false`: [`check_support`] then refuses
+    /// such kernels on this backend.
+    fn supports_in_place(&self) -> bool {
         false
     }
 

@@ -58,6 +58,18 @@ pub fn structural_hash(kernel: &Kernel) -> KernelHash {
     for param in &kernel.params {
         h.u8(elem_tag(param.elem));
     }
+    // Kernels without reductions hash as they did before reductions existed.
+    if !kernel.reductions.is_empty() {
+        h.len(kernel.reductions.len());
+    }
+    for reduction in &kernel.reductions {
+        h.u8(match reduction.op {
+            crate::ir::ReduceOp::Sum => 0,
+            crate::ir::ReduceOp::Min => 1,
+            crate::ir::ReduceOp::Max => 2,
+        });
+        h.u8(elem_tag(reduction.elem));
+    }
     h.len(kernel.lets.len());
     h.len(kernel.exprs.len());
     for expr in &kernel.exprs {
@@ -74,6 +86,11 @@ pub fn structural_hash(kernel: &Kernel) -> KernelHash {
             Stmt::Store { field, value } => {
                 h.u8(1);
                 h.len(field.index());
+                h.len(value.index());
+            }
+            Stmt::Reduce { reduction, value } => {
+                h.u8(2);
+                h.len(reduction.index());
                 h.len(value.index());
             }
         }

@@ -7,6 +7,7 @@
 //! - [`grid`]: `Grid<T, D>` with halo, padding, alignment and boundary conditions;
 //! - [`Stencil`], [`Job`], [`Backend`], [`Schedule`]: what backends implement and receive;
 //! - [`row`]: the contract between macro-generated CPU code and CPU backends;
+//! - [`reduce`]: the fixed order reductions combine in, and the result types;
 //! - [`steps`]: time loops ([`StepsJob`]: a kernel stepped with its grids rotating).
 //!
 //! This crate depends on no backend technology (no rayon, no CUDA, no syn).
@@ -22,6 +23,7 @@ pub mod ir;
 pub mod passes;
 pub mod printer;
 pub mod random;
+pub mod reduce;
 pub mod rng;
 pub mod row;
 pub mod schedule;
@@ -31,14 +33,15 @@ pub mod steps;
 pub mod verify;
 pub mod view;
 
-pub use backend::{Backend, Job};
+pub use backend::{Backend, Job, check_support};
 pub use element::{ElemType, Element};
 pub use error::{Error, ErrorKind, Result};
 pub use grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use ir::{
     BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp, MAX_DIMS,
-    MAX_RADIUS, Offset, Param, ParamId, Role, Stmt, UnaryOp,
+    MAX_RADIUS, Offset, Param, ParamId, ReduceOp, Reduction, ReductionId, Role, Stmt, UnaryOp,
 };
+pub use reduce::{Max, Min, ReductionTarget, Sum};
 pub use schedule::{
     CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule, TuningSpace,
 };

@@ -25,7 +25,9 @@
 
 use std::fmt;
 
-use crate::ir::{CmpOp, Expr, FieldId, Kernel, LetId, LogicOp, Offset, ParamId, Role, Stmt};
+use crate::ir::{
+    CmpOp, Expr, FieldId, Kernel, LetId, LogicOp, Offset, ParamId, ReduceOp, Reduction, Role, Stmt,
+};
 
 /// The printed form of `kernel` (the same text as its `Display`).
 pub fn print(kernel: &Kernel) -> String {
@@ -52,6 +54,15 @@ impl fmt::Display for Kernel {
         for param in &self.params {
             writeln!(f, "  param {}: {}", param.name, param.elem)?;
         }
+        for reduction in &self.reductions {
+            writeln!(
+                f,
+                "  reduction {}: {}<{}>",
+                reduction.name,
+                reduction.op.type_name(),
+                reduction.elem
+            )?;
+        }
         for (i, expr) in self.exprs.iter().enumerate() {
             write!(f, "  %{i} = ")?;
             names.expr(f, expr)?;
@@ -65,9 +76,27 @@ impl fmt::Display for Kernel {
                 Stmt::Store { field, value } => {
                     writeln!(f, "  store {} = %{}", names.field(field), value.index())?
                 }
+                Stmt::Reduce { reduction, value } => {
+                    let name = self.reductions.get(reduction.index()).map_or_else(
+                        || format!("?reduction{}", reduction.index()),
+                        |r| r.name.clone(),
+                    );
+                    writeln!(f, "  reduce {name} += %{}", value.index())?
+                }
             }
         }
         Ok(())
+    }
+}
+
+/// The kernel-language statement that gives `reduction` the value `value` (source text):
+/// `s += value;` for a sum, `m = min(m, value);` and `m = max(m, value);` for the others.
+pub fn reduce_statement(reduction: &Reduction, value: &str) -> String {
+    let name = &reduction.name;
+    match reduction.op {
+        ReduceOp::Sum => format!("{name} += {value};"),
+        ReduceOp::Min => format!("{name} = min({name}, {value});"),
+        ReduceOp::Max => format!("{name} = max({name}, {value});"),
     }
 }
 

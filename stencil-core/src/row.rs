@@ -19,6 +19,13 @@
 //! them (each input value shared by the rows loaded once), and the rest one after another
 //! through [`RowArgs::nth_row`].
 //!
+//! **Reductions.** A kernel's reductions ([`crate::reduce`]) travel through the same lists as
+//! its outputs: after the outputs (declaration order) come one slice or [`OutputRun`] per
+//! reduction (declaration order), into which the loop writes each point's value of the
+//! reduction exactly as it writes an output's value. The backend points those at scratch rows
+//! it combines into blocks right after the call, so the loop must write them with plain stores,
+//! never streaming ones, whatever [`RowArgs::streaming`] says (streaming applies to grids).
+//!
 //! Everything here but [`OutputRun::from_raw_parts`] is safe code: input slices are
 //! bounds-checked against the input's whole storage, so a backend that gets the geometry
 //! wrong panics instead of reading out of bounds, and output rows are checked against the
@@ -59,12 +66,13 @@ pub struct RowArgs<'a, T> {
 
 /// A CPU specialisation of a kernel's point loop over rows: reads `args`, writes every output
 /// slice, each of length `args.len()`: for row `r` of `args.rows()` and output field `k` (in
-/// declaration order) of `n`, slice `r * n + k`.
+/// declaration order, then the reductions in declaration order) of `n`, slice `r * n + k`.
 pub type RowFn<T> = fn(args: &RowArgs<'_, T>, outputs: &mut [&mut [T]]);
 
 /// A CPU specialisation of a kernel's point loop over runs, as `stencil!` generates it: reads
 /// `args`, writes every row `0..args.rows()` of every output run (one per output field, in
-/// declaration order), each row `args.len()` points long. It may compute up to
+/// declaration order, then one per reduction: see the module documentation), each row
+/// `args.len()` points long. It may compute up to
 /// [`RowArgs::register_rows`] rows together; the values written do not depend on it.
 pub type RunFn<T> = fn(args: &RowArgs<'_, T>, outputs: &mut [OutputRun<'_, T>]);
 

@@ -146,9 +146,16 @@ impl<'k, T: Element> Simplifier<'k, T> {
 
     fn run(mut self) -> Kernel {
         for stmt in &self.input.body {
-            if let Stmt::Store { field, value } = *stmt {
-                let value = self.translate(value);
-                self.output.body.push(Stmt::Store { field, value });
+            match *stmt {
+                Stmt::Store { field, value } => {
+                    let value = self.translate(value);
+                    self.output.body.push(Stmt::Store { field, value });
+                }
+                Stmt::Reduce { reduction, value } => {
+                    let value = self.translate(value);
+                    self.output.body.push(Stmt::Reduce { reduction, value });
+                }
+                Stmt::Let { .. } => {}
             }
         }
         self.output
@@ -368,7 +375,7 @@ fn renumber_in_evaluation_order(mut kernel: Kernel) -> Kernel {
     let mut renumber: Vec<Option<ExprId>> = vec![None; kernel.exprs.len()];
     let mut order = Vec::new();
     for stmt in &kernel.body {
-        let (Stmt::Store { value, .. } | Stmt::Let { value, .. }) = *stmt;
+        let value = stmt.value();
         let mut stack = vec![(value, false)];
         while let Some((id, expanded)) = stack.pop() {
             if renumber[id.index()].is_some() {
@@ -419,7 +426,9 @@ fn renumber_in_evaluation_order(mut kernel: Kernel) -> Kernel {
         .collect();
     for stmt in &mut kernel.body {
         match stmt {
-            Stmt::Store { value, .. } | Stmt::Let { value, .. } => *value = map(*value),
+            Stmt::Store { value, .. } | Stmt::Let { value, .. } | Stmt::Reduce { value, .. } => {
+                *value = map(*value)
+            }
         }
     }
     kernel.exprs = exprs;

@@ -261,7 +261,9 @@ impl<'a, T: Element> StepsJob<'a, T> {
     /// chain (each in the kernel's declaration order), `params` every parameter.
     ///
     /// # Errors
-    /// - [`ErrorKind::BadArgument`]: a grid or parameter count that does not match.
+    /// - [`ErrorKind::BadArgument`]: a grid or parameter count that does not match; a kernel
+    ///   with reductions (a time loop returns no scalars: run such a kernel once per step) or
+    ///   reading an output in place.
     /// - [`ErrorKind::DimensionMismatch`], [`ErrorKind::ShapeMismatch`]: as [`Job::new`].
     /// - [`ErrorKind::HaloTooNarrow`]: a coefficient, or any grid of a chain (each is read by
     ///   some step), has a halo narrower than the kernel's radius.
@@ -292,6 +294,21 @@ impl<'a, T: Element> StepsJob<'a, T> {
             });
         }
         let bad = |what: String| Error::new(ErrorKind::BadArgument, what);
+        if kernel.has_reductions() {
+            return Err(bad(format!(
+                "kernel `{}` has reductions, which a time loop cannot return: call it once per \
+                 step with `run()`",
+                kernel.name
+            )));
+        }
+        if let Some(&field) = crate::analysis::in_place_outputs(kernel).first() {
+            return Err(bad(format!(
+                "kernel `{}` reads output `{}` in place, which time loops do not support: call \
+                 it once per step with `run()`",
+                kernel.name,
+                kernel.field(field).name
+            )));
+        }
         if chains.len() != rotation.chains.len()
             || chains
                 .iter()

@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use std::fmt;
 
 use crate::element::ElemType;
-use crate::ir::{Expr, ExprId, FieldId, Kernel, LetId, MAX_DIMS, MAX_RADIUS, ParamId, Role, Stmt};
+use crate::ir::{
+    Expr, ExprId, FieldId, Kernel, LetId, MAX_DIMS, MAX_RADIUS, ParamId, ReductionId, Role, Stmt,
+};
 
 mod text;
 
@@ -21,6 +23,8 @@ pub enum Location {
     Field(FieldId),
     /// A parameter declaration.
     Param(ParamId),
+    /// A reduction declaration.
+    Reduction(ReductionId),
     /// An expression node.
     Expr(ExprId),
     /// A statement, by position in [`Kernel::body`].
@@ -37,8 +41,14 @@ pub enum VerifyErrorKind {
     BadIndexNames,
     /// The kernel has no statements.
     EmptyKernel,
-    /// The kernel declares no output field.
+    /// The kernel declares no output field and no reduction.
     NoOutput,
+    /// The kernel declares no field (so nothing gives it a shape).
+    NoGrid,
+    /// A reduction is given a value more than once.
+    ReductionTwice(String),
+    /// A reduction is never given a value.
+    ReductionNeverGiven(String),
     /// Two fields or parameters share a name.
     DuplicateName(String),
     /// A field or parameter's element type differs from the first field's.
@@ -52,8 +62,12 @@ pub enum VerifyErrorKind {
     DanglingId,
     /// An expression refers to an expression with an id not smaller than its own.
     NotTopological,
-    /// A read names an output field.
+    /// A read names an output field at a non-zero offset (an output may be read at its own
+    /// point only: an in-place update such as `y = a * x + y`).
     ReadOfOutput(String),
+    /// An output is read (in place) by a statement after the one that writes it: the read
+    /// would give the value before the sweep, not the one written above.
+    ReadAfterWrite(String),
     /// A store names an input field.
     WriteToInput(String),
     /// An output is stored more than once.
@@ -109,7 +123,10 @@ impl fmt::Display for VerifyErrorKind {
             }
             BadIndexNames => f.write_str("one index variable name per dimension is needed"),
             EmptyKernel => f.write_str("the kernel has no statements"),
-            NoOutput => f.write_str("the kernel declares no output field"),
+            NoOutput => f.write_str("the kernel declares no output field and no reduction"),
+            NoGrid => f.write_str("the kernel declares no grid"),
+            ReductionTwice(n) => write!(f, "reduction `{n}` is given a value more than once"),
+            ReductionNeverGiven(n) => write!(f, "reduction `{n}` is never given a value"),
             DuplicateName(n) => write!(f, "the name `{n}` is declared twice"),
             MixedElementTypes { expected, found } => write!(
                 f,
@@ -119,7 +136,16 @@ impl fmt::Display for VerifyErrorKind {
                 f.write_str("reference to an undeclared field, parameter, let or expression")
             }
             NotTopological => f.write_str("an expression refers to a later expression"),
-            ReadOfOutput(n) => write!(f, "`{n}` is an output and cannot be read"),
+            ReadOfOutput(n) => write!(
+                f,
+                "`{n}` is an output: it can be read only at its own point (offset zero), for an \
+                 in-place update"
+            ),
+            ReadAfterWrite(n) => write!(
+                f,
+                "`{n}` is read after this kernel writes it, where a read gives the value from \
+                 before the sweep: keep the value in a `let` and use that"
+            ),
             WriteToInput(n) => write!(f, "`{n}` is an input and cannot be written"),
             OutputWrittenTwice(n) => write!(f, "output `{n}` is written more than once"),
             OutputNeverWritten(n) => write!(f, "output `{n}` is never written"),
@@ -205,8 +231,10 @@ impl Verifier<'_> {
         if k.body.is_empty() {
             self.push(VerifyErrorKind::EmptyKernel, Location::Kernel);
         }
-        if !k.fields.iter().any(|f| f.role == Role::Output) {
+        if !k.fields.iter().any(|f| f.role == Role::Output) && k.reductions.is_empty() {
             self.push(VerifyErrorKind::NoOutput, Location::Kernel);
+        } else if k.fields.is_empty() {
+            self.push(VerifyErrorKind::NoGrid, Location::Kernel);
         }
     }
 
@@ -224,6 +252,21 @@ impl Verifier<'_> {
                     VerifyErrorKind::MixedElementTypes {
                         expected,
                         found: f.elem,
+                    },
+                    at,
+                );
+            }
+        }
+        for (i, r) in k.reductions.iter().enumerate() {
+            let at = Location::Reduction(ReductionId::new(i));
+            if !seen.insert(r.name.as_str()) {
+                self.push(VerifyErrorKind::DuplicateName(r.name.clone()), at);
+            }
+            if r.elem != expected {
+                self.push(
+                    VerifyErrorKind::MixedElementTypes {
+                        expected,
+                        found: r.elem,
                     },
                     at,
                 );
@@ -275,7 +318,7 @@ impl Verifier<'_> {
                 Expr::Read { field, offset } => {
                     match k.fields.get(field.index()) {
                         None => self.push(VerifyErrorKind::DanglingId, at),
-                        Some(f) if f.role == Role::Output => {
+                        Some(f) if f.role == Role::Output && !offset.is_zero() => {
                             self.push(VerifyErrorKind::ReadOfOutput(f.name.clone()), at)
                         }
                         Some(_) => {}
@@ -334,6 +377,15 @@ impl Verifier<'_> {
 
     /// Lets referenced (transitively through the arena) by expression `root`.
     fn lets_used_by(&self, root: ExprId, out: &mut Vec<LetId>) {
+        self.walk(root, &mut |e, _| {
+            if let Expr::Let(var) = *e {
+                out.push(var);
+            }
+        });
+    }
+
+    /// Calls `visit` on every node `root` reaches through operands (not through `let`s).
+    fn walk(&self, root: ExprId, visit: &mut dyn FnMut(&Expr, ExprId)) {
         let k = self.kernel;
         let mut stack = vec![root];
         let mut visited = HashSet::new();
@@ -342,9 +394,7 @@ impl Verifier<'_> {
                 continue;
             }
             let e = &k.exprs[id.index()];
-            if let Expr::Let(var) = *e {
-                out.push(var);
-            }
+            visit(e, id);
             // Only follow operands that point backwards; the arena check reports the rest.
             stack.extend(e.operands().filter(|o| o.index() < id.index()));
         }
@@ -354,14 +404,25 @@ impl Verifier<'_> {
         let k = self.kernel;
         let mut defined = vec![false; k.lets.len()];
         let mut written = vec![0usize; k.fields.len()];
+        let mut reduced = vec![0usize; k.reductions.len()];
         for (s, stmt) in k.body.iter().enumerate() {
             let at = Location::Stmt(s);
-            let value = match *stmt {
-                Stmt::Let { value, .. } | Stmt::Store { value, .. } => value,
-            };
+            let value = stmt.value();
             if value.index() >= k.exprs.len() {
                 self.push(VerifyErrorKind::DanglingId, at);
             } else {
+                // Outputs read in place must be read before they are written.
+                let mut late = Vec::new();
+                self.walk(value, &mut |e, id| {
+                    if let Expr::Read { field, .. } = *e
+                        && written.get(field.index()).is_some_and(|&w| w > 0)
+                    {
+                        late.push((k.fields[field.index()].name.clone(), id));
+                    }
+                });
+                for (name, id) in late {
+                    self.push(VerifyErrorKind::ReadAfterWrite(name), Location::Expr(id));
+                }
                 self.expect_real(value, at);
                 let mut used = Vec::new();
                 self.lets_used_by(value, &mut used);
@@ -393,6 +454,23 @@ impl Verifier<'_> {
                         }
                     }
                 },
+                Stmt::Reduce { reduction, .. } => match k.reductions.get(reduction.index()) {
+                    None => self.push(VerifyErrorKind::DanglingId, at),
+                    Some(r) => {
+                        reduced[reduction.index()] += 1;
+                        if reduced[reduction.index()] == 2 {
+                            self.push(VerifyErrorKind::ReductionTwice(r.name.clone()), at);
+                        }
+                    }
+                },
+            }
+        }
+        for (i, r) in k.reductions.iter().enumerate() {
+            if reduced[i] == 0 && !k.body.is_empty() {
+                self.push(
+                    VerifyErrorKind::ReductionNeverGiven(r.name.clone()),
+                    Location::Reduction(ReductionId::new(i)),
+                );
             }
         }
         for (i, f) in k.fields.iter().enumerate() {

@@ -19,6 +19,7 @@ use crate::generic::{GenericRun, Program};
 use crate::output_rows::OutputRows;
 use crate::partition::Partition;
 use crate::pool::CpuBackend;
+use crate::reduce::{self, Reductions};
 use crate::schedules;
 use crate::specialised::SpecialisedRun;
 
@@ -146,6 +147,17 @@ impl<T: Element> Backend<T> for CpuBackend {
     }
 
     /// `true`: other backends' tuned winners are checked against this backend's results.
+    /// Reductions are computed in the order of `stencil_core::reduce`, the same bits under
+    /// every schedule and thread count.
+    fn supports_reductions(&self) -> bool {
+        true
+    }
+
+    /// Outputs read in place are read at each point before its store (plain stores).
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+
     fn is_reference(&self) -> bool {
         true
     }
@@ -290,7 +302,26 @@ impl<T: Element> Backend<T> for CpuBackend {
             }
         };
         let stencil = job.stencil();
-        let points = job.shape().iter().product::<usize>() * job.outputs().len();
+        let kernel = stencil.kernel();
+        let reductions = Reductions::<T>::new(kernel, job.shape());
+        let schedule = match reductions {
+            Some(_) => reduce::align_schedule(
+                &schedule,
+                job.shape(),
+                schedules::default_schedule(
+                    job.shape(),
+                    match schedule.threads {
+                        0 => self.threads(),
+                        n => n.min(self.threads()),
+                    }
+                    .max(1),
+                )
+                .tile,
+            ),
+            None => schedule,
+        };
+        let streams = job.outputs().len() + kernel.reductions.len();
+        let points = job.shape().iter().product::<usize>() * streams;
         let output_bytes = points * std::mem::size_of::<T>();
         let plan = schedules::plan(
             &schedule,
@@ -301,7 +332,6 @@ impl<T: Element> Backend<T> for CpuBackend {
         );
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         let point_loop = stencil.cpu_loop().filter(|_| !schedule.force_generic);
-        let kernel = stencil.kernel();
         let (inputs, outputs, params) = job.parts_mut();
         let outputs = outputs
             .iter_mut()
@@ -317,24 +347,44 @@ impl<T: Element> Backend<T> for CpuBackend {
                     &outputs,
                     params,
                     plan.rows,
+                    reductions.as_ref(),
                 );
                 self.execute(
                     partition,
                     points,
                     || run.scratch(),
-                    |s, t| run.run_tile(s, t),
+                    |s, t| {
+                        run.run_tile(s, t);
+                        run.hand_over(s);
+                    },
                 );
             }
             None => {
                 let program = Program::compile(kernel);
                 let options = (plan.rows.row_block, plan.rows.streaming);
-                let run = GenericRun::new(&program, plan.tiling, inputs, &outputs, params, options);
+                let run = GenericRun::new(
+                    &program,
+                    plan.tiling,
+                    inputs,
+                    &outputs,
+                    params,
+                    options,
+                    reductions.as_ref(),
+                );
                 self.execute(
                     partition,
                     points,
                     || run.scratch(),
-                    |s, t| run.run_tile(s, t),
+                    |s, t| {
+                        run.run_tile(s, t);
+                        run.hand_over(s);
+                    },
                 );
+            }
+        }
+        if let Some(reductions) = reductions {
+            for (r, value) in reductions.finish().into_iter().enumerate() {
+                job.set_reduction(r, value);
             }
         }
         Ok(())

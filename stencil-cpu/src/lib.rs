@@ -30,6 +30,7 @@ mod machine;
 mod output_rows;
 mod partition;
 mod pool;
+mod reduce;
 mod schedules;
 mod space;
 mod specialised;

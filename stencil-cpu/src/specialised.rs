@@ -13,6 +13,7 @@ use stencil_core::row::{OutputRun, RowArgs, RowFn, RowInput};
 use stencil_core::{CpuLoop, Element, FieldView, Geometry};
 
 use crate::output_rows::OutputRows;
+use crate::reduce::{LocalPartials, ROWS, Reductions};
 use crate::tiling::{Tile, Tiling, row_stride};
 
 /// How a worker walks a row: block length, streaming stores, prefetch distance.
@@ -40,6 +41,8 @@ pub(crate) struct SpecialisedRun<'r, T> {
     grids: Vec<Geometry>,
     /// Storage distance between consecutive rows of a run, per grid (same order).
     row_strides: Vec<usize>,
+    /// The kernel's reductions, if any (the schedule's cuts then aligned to blocks).
+    reductions: Option<&'r Reductions<T>>,
 }
 
 /// Per-worker lists handed to the point loop, refilled for every run or row.
@@ -51,6 +54,10 @@ pub(crate) struct RowScratch<'r, T> {
     runs: Vec<OutputRun<'r, T>>,
     /// First point of the current row run in each grid (inputs, then outputs).
     bases: Vec<usize>,
+    /// Per reduction: the scratch rows the point loop writes its values into.
+    reduced: Vec<Vec<T>>,
+    /// The blocks' values computed since the last hand-over.
+    partials: Option<LocalPartials<T>>,
 }
 
 impl<'r, T: Element> SpecialisedRun<'r, T> {
@@ -62,6 +69,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
         outputs: &'r [OutputRows<'r, T>],
         params: &'r [T],
         mut plan: RowPlan,
+        reductions: Option<&'r Reductions<T>>,
     ) -> Self {
         let grids: Vec<Geometry> = inputs
             .iter()
@@ -70,6 +78,10 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
             .collect();
         let row_strides = grids.iter().map(row_stride).collect();
         plan.row_block = plan.row_block.max(1);
+        if reductions.is_some() {
+            plan.row_block = plan.row_block.min(crate::reduce::SEGMENT);
+            plan.register_rows = plan.register_rows.min(ROWS);
+        }
         plan.register_rows = match point_loop {
             CpuLoop::Runs(_) => plan.register_rows.max(1),
             CpuLoop::Rows(_) => 1,
@@ -83,6 +95,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
             plan,
             grids,
             row_strides,
+            reductions,
         }
     }
 
@@ -98,9 +111,24 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                     strides: view.geom.strides,
                 })
                 .collect(),
-            rows: Vec::with_capacity(self.outputs.len()),
-            runs: Vec::with_capacity(self.outputs.len()),
+            rows: Vec::with_capacity(self.outputs.len() + self.n_reductions()),
+            runs: Vec::with_capacity(self.outputs.len() + self.n_reductions()),
             bases: vec![0; self.grids.len()],
+            reduced: (0..self.n_reductions())
+                .map(|_| vec![T::ZERO; ROWS * self.plan.row_block])
+                .collect(),
+            partials: self.reductions.map(Reductions::local),
+        }
+    }
+
+    fn n_reductions(&self) -> usize {
+        self.reductions.map_or(0, Reductions::len)
+    }
+
+    /// Hands the blocks' values a worker computed to the shared reductions (after each tile).
+    pub(crate) fn hand_over(&self, scratch: &mut RowScratch<'r, T>) {
+        if let (Some(reductions), Some(local)) = (self.reductions, &mut scratch.partials) {
+            reductions.absorb(local);
         }
     }
 
@@ -114,11 +142,16 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
     /// The caller guarantees that no other call writing any point of `tile` runs at the same
     /// time (the tiles of a `Tiling` are disjoint; the time loop's blocks of one step are).
     pub(crate) fn run_box(&self, scratch: &mut RowScratch<'r, T>, tile: &Tile) {
+        if let Some(reductions) = self.reductions {
+            self.run_box_reducing(scratch, tile, reductions);
+            return;
+        }
         let RowScratch {
             inputs,
             rows: row_slots,
             runs,
             bases,
+            ..
         } = scratch;
         let n_inputs = inputs.len();
         let (params, plan) = (self.params, self.plan);
@@ -126,7 +159,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
         let n_dims = self.grids[0].n_dims;
         // Rows of a run are adjacent along the second-innermost dimension.
         let row_dim = n_dims.saturating_sub(2);
-        tile.for_each_run(n_dims, &self.grids, bases, |bases, n_rows, len| {
+        tile.for_each_run(n_dims, &self.grids, bases, |bases, n_rows, len, _| {
             let (in_bases, out_bases) = bases.split_at(n_inputs);
             let mut at = 0;
             while at < len {
@@ -166,6 +199,136 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                         (out_bases, out_strides),
                         (n_rows, at, n),
                     ),
+                }
+                at += n;
+            }
+        });
+        if plan.streaming {
+            crate::streaming::fence();
+        }
+    }
+
+    /// [`run_box`](Self::run_box) for a kernel with reductions: calls of at most
+    /// [`ROWS`] rows of at most a row block (aligned to blocks by the schedule), each
+    /// reduction's values written into the worker's scratch rows and cut into blocks at once.
+    fn run_box_reducing(
+        &self,
+        scratch: &mut RowScratch<'r, T>,
+        tile: &Tile,
+        reductions: &Reductions<T>,
+    ) {
+        let RowScratch {
+            inputs,
+            rows: row_slots,
+            runs,
+            bases,
+            reduced,
+            partials,
+        } = scratch;
+        let Some(partials) = partials else {
+            unreachable!("stencil-cpu: a reducing run's scratch has its partials")
+        };
+        let n_inputs = inputs.len();
+        let (params, plan) = (self.params, self.plan);
+        let (in_strides, out_strides) = self.row_strides.split_at(n_inputs);
+        let n_dims = self.grids[0].n_dims;
+        let last = n_dims - 1;
+        let row_dim = n_dims.saturating_sub(2);
+        tile.for_each_run(n_dims, &self.grids, bases, |bases, n_rows, len, first| {
+            let (in_bases, out_bases) = bases.split_at(n_inputs);
+            let mut at = 0;
+            while at < len {
+                let n = (len - at).min(plan.row_block);
+                let mut r0 = 0;
+                while r0 < n_rows {
+                    let g = (n_rows - r0).min(ROWS);
+                    for ((row, &base), &stride) in inputs.iter_mut().zip(in_bases).zip(in_strides) {
+                        row.start = base + r0 * stride + at;
+                    }
+                    match self.point_loop {
+                        CpuLoop::Runs(run) => {
+                            runs.clear();
+                            for ((output, &base), &stride) in
+                                self.outputs.iter().zip(out_bases).zip(out_strides)
+                            {
+                                // SAFETY: as in `run_box`: these rows of this output are handed
+                                // out once in the whole sweep and overlap no other live slice.
+                                runs.push(unsafe {
+                                    output.run(base + r0 * stride + at, n, stride, g)
+                                });
+                            }
+                            for rows in reduced.iter_mut() {
+                                debug_assert!(rows.len() >= g * n);
+                                // SAFETY: `g * n` values of this worker's own scratch rows
+                                // (`ROWS * row_block` long), rows `n` apart, reached through
+                                // nothing else until `runs` is cleared after the call.
+                                runs.push(unsafe {
+                                    OutputRun::from_raw_parts(rows.as_mut_ptr(), n, n, g)
+                                });
+                            }
+                            let args = RowArgs::new(n, inputs, params)
+                                .with_rows(g, row_dim)
+                                .with_register_rows(plan.register_rows)
+                                .with_streaming(plan.streaming)
+                                .with_prefetch(plan.prefetch);
+                            run(&args, runs);
+                            runs.clear();
+                        }
+                        CpuLoop::Rows(row_fn) => {
+                            for i in 0..g {
+                                let r = r0 + i;
+                                for ((row, &base), &stride) in
+                                    inputs.iter_mut().zip(in_bases).zip(in_strides)
+                                {
+                                    row.start = base + r * stride + at;
+                                }
+                                row_slots.clear();
+                                for ((output, &base), &stride) in
+                                    self.outputs.iter().zip(out_bases).zip(out_strides)
+                                {
+                                    // SAFETY: as for the runs above.
+                                    row_slots
+                                        .push(unsafe { output.row(base + r * stride + at, n) });
+                                }
+                                for rows in reduced.iter_mut() {
+                                    // SAFETY: `n` values of this worker's scratch row `i`,
+                                    // reached through nothing else until `row_slots` is cleared.
+                                    row_slots.push(unsafe {
+                                        std::slice::from_raw_parts_mut(
+                                            rows.as_mut_ptr().add(i * n),
+                                            n,
+                                        )
+                                    });
+                                }
+                                let args = RowArgs::new(n, inputs, params)
+                                    .with_streaming(plan.streaming)
+                                    .with_prefetch(plan.prefetch);
+                                row_fn(&args, row_slots);
+                                row_slots.clear();
+                            }
+                        }
+                    }
+                    // The next segment's input lines, fetched while the blocks are folded
+                    // (the fold reads only the first-level cache).
+                    if at + n < len {
+                        for row in inputs.iter() {
+                            let next = (row.start + n).min(row.data.len());
+                            let end = (next + n).min(row.data.len());
+                            crate::lanes::prefetch_lines(&row.data[next..end]);
+                        }
+                    }
+                    for i in 0..g {
+                        let mut point = *first;
+                        if n_dims > 1 {
+                            point[row_dim] += r0 + i;
+                        }
+                        point[last] += at;
+                        let first_block = reductions.block_index(&point);
+                        for (k, rows) in reduced.iter().enumerate() {
+                            partials.push(k, first_block, &rows[i * n..(i + 1) * n]);
+                        }
+                    }
+                    r0 += g;
                 }
                 at += n;
             }

@@ -95,19 +95,20 @@ impl Tiling {
 }
 
 impl Tile {
-    /// Calls `run(bases, n_rows, len)` for every row run of this box of an `n_dims`-dimensional
+    /// Calls `run(bases, n_rows, len, first)` for every row run of this box of an `n_dims`-dimensional
     /// interior, in storage order (a box need not belong to a tiling: the time loop's blocks
     /// are boxes of their own): `bases[g]` is the storage index, in the grid of layout
     /// `grids[g]`, of the run's first point; the run has `n_rows` rows of `len` points, and row
     /// `r` starts at `bases[g] + r * row_stride(&grids[g])`. `bases` is the caller's buffer of
-    /// `grids.len()` entries. Nothing is called for an empty box.
+    /// `grids.len()` entries; `first` is the interior index of the run's first point. Nothing
+    /// is called for an empty box.
     #[inline]
     pub(crate) fn for_each_run(
         &self,
         n_dims: usize,
         grids: &[Geometry],
         bases: &mut [usize],
-        mut run: impl FnMut(&[usize], usize, usize),
+        mut run: impl FnMut(&[usize], usize, usize, &[usize; MAX_DIMS]),
     ) {
         assert_eq!(grids.len(), bases.len(), "one base per grid");
         let tile = *self;
@@ -128,7 +129,7 @@ impl Tile {
             for (base, geom) in bases.iter_mut().zip(grids) {
                 *base = storage_index(geom, &point);
             }
-            run(bases, n_rows, len);
+            run(bases, n_rows, len, &point);
             // Advance the odometer over the dimensions that index runs.
             let mut d = outer;
             loop {
@@ -183,7 +184,7 @@ mod tests {
         let mut bases = [0; 2];
         for t in 0..tiling.n_tiles() {
             let tile = tiling.tile(t);
-            tile.for_each_run(shape.len(), &grids, &mut bases, |bases, n_rows, len| {
+            tile.for_each_run(shape.len(), &grids, &mut bases, |bases, n_rows, len, _| {
                 assert!(len >= 1 && len <= tiling.max_row_len());
                 assert!(n_rows >= 1);
                 for ((seen, &base), geom) in visits.iter_mut().zip(bases).zip(&grids) {

@@ -88,8 +88,14 @@ const UNROLLS: [u32; 3] = [1, 2, 4];
 /// streaming variants only for kernels of 2 or more dimensions, with 2-D blocks (and
 /// `block y = 1` for 2-D kernels); thread-per-point blocks no deeper than the kernel; no
 /// option that a variant ignores set to a non-default value (so each schedule appears once).
+/// A kernel with reductions has only the schedules of the reduction variant
+/// ([`codegen::is_reduction_schedule`]: blocks of 256, 128 or 64 threads along x with merge 1,
+/// 2 or 4, block or cyclic).
 pub fn is_legal(kernel: &Kernel, shape: &[usize], caps: &DeviceCaps, s: &GpuSchedule) -> bool {
     if codegen::check_kernel(kernel).is_err() || codegen::check_schedule(s).is_err() {
+        return false;
+    }
+    if kernel.has_reductions() && !codegen::is_reduction_schedule(s) {
         return false;
     }
     let n = kernel.n_dims;
@@ -215,9 +221,13 @@ impl Searchable for GpuSearch {
 
 /// The schedule used when nothing better is known: for 3-D kernels 2.5-D streaming with
 /// 32 x 8 blocks and chunks of 64 planes (enough blocks to fill a large GPU at 256^3); for
-/// smaller kernels one thread per point.
+/// smaller kernels one thread per point. A kernel with reductions: one thread per point in
+/// blocks of 256 x 1 x 1 (one thread block per reduction block).
 pub fn default_schedule(kernel: &Kernel, shape: &[usize]) -> GpuSchedule {
     let outer = shape.first().copied().unwrap_or(1);
+    if kernel.has_reductions() {
+        return reduction_schedule(256, 1, MergeKind::Block);
+    }
     match kernel.n_dims {
         3 => GpuSchedule {
             variant: GpuVariant::Streaming,
@@ -243,10 +253,18 @@ pub fn default_schedule(kernel: &Kernel, shape: &[usize]) -> GpuSchedule {
 /// emulator tests): thread-per-point with 3-D blocks and both merge kinds; streaming and
 /// shared tiles plain, merged (block and cyclic), unrolled (with a remainder) and concurrent
 /// (chunks that do and do not divide the outer extent). Blocks are small so the emulator stays
-/// fast; they need not divide the shape.
+/// fast; they need not divide the shape. A kernel with reductions: the reduction variant
+/// without merging, merged by 2 in blocks and merged by 4 cyclically.
 pub fn sample_schedules(kernel: &Kernel) -> Vec<GpuSchedule> {
     let n = kernel.n_dims;
     let base = GpuSchedule::default();
+    if kernel.has_reductions() {
+        return vec![
+            reduction_schedule(256, 1, MergeKind::Block),
+            reduction_schedule(128, 2, MergeKind::Block),
+            reduction_schedule(64, 4, MergeKind::Cyclic),
+        ];
+    }
     let mut out = vec![
         // The defaults, for outer extents that do and do not get concurrent streaming.
         default_schedule(kernel, &[1]),
@@ -300,6 +318,19 @@ pub fn sample_schedules(kernel: &Kernel) -> Vec<GpuSchedule> {
     let mut seen = std::collections::HashSet::new();
     out.retain(|s| seen.insert(*s));
     out
+}
+
+/// A schedule of the reduction variant: `block_x` threads of `merge` points each.
+fn reduction_schedule(block_x: u32, merge: u32, merge_kind: MergeKind) -> GpuSchedule {
+    GpuSchedule {
+        variant: GpuVariant::ThreadPerPoint,
+        block: [block_x, 1, 1],
+        merge,
+        merge_kind,
+        stream_chunk: 0,
+        unroll: 1,
+        time_steps: 1,
+    }
 }
 
 #[cfg(test)]

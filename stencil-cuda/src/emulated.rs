@@ -3,6 +3,10 @@
 //! it to check every variant of the code generator against the reference interpreter, and
 //! users can run (and debug) their GPU kernels with it on any machine. It is slow (an
 //! interpreter of PTX): meant for small grids.
+//!
+//! Reductions run as on a device: the reduction variant stores one value per reduction block
+//! into a partials buffer per reduction, which is downloaded and combined on the host with
+//! [`stencil_core::reduce::tree`].
 
 use stencil_core::backend::{Backend, Job};
 use stencil_core::ir::{Kernel, Role};
@@ -11,7 +15,7 @@ use stencil_core::{ElemType, Element, Error, ErrorKind, Geometry, Result};
 
 use crate::caps::{default_schedule, sample_schedules};
 use crate::codegen::halo::{HaloPlan, gather_entry_name, generate_gather};
-use crate::codegen::{CodegenOptions, GeneratedKernel, generate};
+use crate::codegen::{CodegenOptions, GeneratedKernel, PlantedReductionBug, generate_planted};
 use crate::emulator::{LaunchOptions, Memory, Module, Order, ParamValue, launch_with_options};
 use crate::steps::{StepMemory, drive, not_gpu};
 
@@ -19,6 +23,7 @@ use crate::steps::{StepMemory, drive, not_gpu};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EmulatedGpu {
     options: CodegenOptions,
+    planted: PlantedReductionBug,
     arch: u32,
     launch: LaunchOptions,
 }
@@ -28,6 +33,7 @@ impl EmulatedGpu {
     pub fn new() -> Self {
         EmulatedGpu {
             options: CodegenOptions::default(),
+            planted: PlantedReductionBug::None,
             arch: 80,
             launch: LaunchOptions::default(),
         }
@@ -39,6 +45,16 @@ impl EmulatedGpu {
         EmulatedGpu {
             options,
             ..EmulatedGpu::new()
+        }
+    }
+
+    /// The same backend with a bug planted in the reduction variant (tests prove they catch
+    /// it through this).
+    #[doc(hidden)]
+    pub fn with_planted_reduction_bug(self, bug: PlantedReductionBug) -> Self {
+        EmulatedGpu {
+            planted: bug,
+            ..self
         }
     }
 
@@ -283,6 +299,10 @@ impl<T: Element> Backend<T> for EmulatedGpu {
         out.into_iter().map(Schedule::Gpu).collect()
     }
 
+    fn supports_reductions(&self) -> bool {
+        true
+    }
+
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()> {
         let Schedule::Gpu(schedule) = schedule else {
             return Err(Error::new(
@@ -292,7 +312,22 @@ impl<T: Element> Backend<T> for EmulatedGpu {
         };
         let kernel = job.kernel();
         let geoms = field_geometries(job);
-        let generated = generate(kernel, schedule, &geoms, self.arch, self.options)?;
+        let generated = generate_planted(
+            kernel,
+            schedule,
+            &geoms,
+            self.arch,
+            self.options,
+            self.planted,
+        )?;
+        let ops: Vec<_> = kernel.reductions.iter().map(|r| r.op).collect();
+        if job.shape().contains(&0) {
+            // No point: nothing to store, every reduction combines nothing.
+            for (r, &op) in ops.iter().enumerate() {
+                job.set_reduction(r, stencil_core::reduce::identity(op));
+            }
+            return Ok(());
+        }
         let module = Module::parse(&generated.ptx()).map_err(emulator_error)?;
         let mut memory = Memory::new();
         let (inputs, outputs, params) = job.parts_mut();
@@ -313,6 +348,9 @@ impl<T: Element> Backend<T> for EmulatedGpu {
         }
         let mut values: Vec<ParamValue> = addresses.iter().map(|&a| ParamValue::U64(a)).collect();
         values.extend(params.iter().map(|&p| param_value(p)));
+        let zeros = vec![T::from_f64(0.0); generated.partials];
+        let partial_addresses: Vec<u64> = ops.iter().map(|_| upload(&mut memory, &zeros)).collect();
+        values.extend(partial_addresses.iter().map(|&a| ParamValue::U64(a)));
         launch_with_options(
             &module,
             &generated.entry,
@@ -329,6 +367,18 @@ impl<T: Element> Backend<T> for EmulatedGpu {
                 download(&memory, address, outputs[o].data)?;
                 o += 1;
             }
+        }
+        let mut partials = Vec::with_capacity(ops.len());
+        for &address in &partial_addresses {
+            let mut values = zeros.clone();
+            download(&memory, address, &mut values)?;
+            partials.push(values);
+        }
+        for (r, value) in crate::codegen::reduce::finish(&ops, &partials)
+            .into_iter()
+            .enumerate()
+        {
+            job.set_reduction(r, value);
         }
         Ok(())
     }

@@ -5,7 +5,9 @@
 //! - [`ptx`]: a typed PTX AST with one printer (the only place that spells PTX);
 //! - [`codegen`]: the variants of [`GpuSchedule`](stencil_core::GpuSchedule) (thread per point,
 //!   2.5-D streaming with a register queue, shared-memory tiles; block/cyclic merging,
-//!   unrolled and concurrent streaming) generated from a `Kernel`, and the device halo gather;
+//!   unrolled and concurrent streaming) generated from a `Kernel`, the reduction variant of
+//!   kernels with reductions (one thread block per block of `stencil_core::reduce`, the
+//!   blocks' values combined on the host), and the device halo gather;
 //! - [`caps`]: device capabilities as plain data and the legal schedule space derived from
 //!   them (also as the tuner's search space);
 //! - [`runtime`]: device selection, module cache, device-resident grids, typed launches and
@@ -32,6 +34,7 @@ mod steps;
 pub use caps::{DeviceCaps, GpuSearch, schedule_space};
 pub use codegen::{
     CodegenOptions, FusedPair, GeneratedKernel, LaunchDims, generate, generate_fused,
+    is_reduction_schedule,
 };
 pub use emulated::EmulatedGpu;
 pub use runtime::{CudaBackend, CudaDevice, DeviceField, DeviceGrid, GpuElement};

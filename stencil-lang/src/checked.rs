@@ -7,7 +7,7 @@
 //! What validation could not make sense of is [`CheckedExprKind::Invalid`] (lowered as a
 //! constant so the rest of the kernel can still be verified).
 
-use stencil_core::{BinaryOp, CmpOp, ElemType, LogicOp, Role, UnaryOp};
+use stencil_core::{BinaryOp, CmpOp, ElemType, LogicOp, ReduceOp, Role, UnaryOp};
 
 use crate::diagnostic::SpanRange;
 
@@ -31,6 +31,8 @@ pub struct CheckedKernel {
     pub fields: Vec<FieldDecl>,
     /// Scalar parameters in declaration order.
     pub params: Vec<ParamDecl>,
+    /// Reductions in declaration order.
+    pub reductions: Vec<ReductionDecl>,
     /// The statements.
     pub body: Vec<CheckedStmt>,
     /// Whether something was replaced by a placeholder without an error of its own (the
@@ -64,6 +66,18 @@ pub struct ParamDecl {
     pub type_range: SpanRange,
 }
 
+/// A reduction parameter (`s: &mut Sum<f64>`); its element type is the kernel's (checked).
+pub struct ReductionDecl {
+    /// Its name.
+    pub name: String,
+    /// How its values combine.
+    pub op: ReduceOp,
+    /// Where its name is written.
+    pub name_range: SpanRange,
+    /// Where its type is written.
+    pub type_range: SpanRange,
+}
+
 /// A statement.
 pub enum CheckedStmt {
     /// `let name = value;`
@@ -78,6 +92,15 @@ pub enum CheckedStmt {
         /// Position of the field among all fields.
         field: usize,
         /// Where the left-hand side is written.
+        lhs: SpanRange,
+        /// The value.
+        value: CheckedExpr,
+    },
+    /// `s += value;` or `m = min(m, value);`: the point's value of a reduction.
+    Reduce {
+        /// Position of the reduction among all reductions.
+        reduction: usize,
+        /// Where the reduction's name is written in the statement.
         lhs: SpanRange,
         /// The value.
         value: CheckedExpr,

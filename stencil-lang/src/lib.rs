@@ -177,6 +177,27 @@ mod tests {
     }
 
     #[test]
+    fn text_compiles_reductions() {
+        let kernel = compile(
+            "pub fn residual(x: &Grid3<f64>, b: &Grid3<f64>, r: &mut Grid3<f64>, rr: &mut Sum<f64>, h2: f64) {
+                let res = b[i,j,k] - (6.0*x[i,j,k] - x[i-1,j,k] - x[i+1,j,k] - x[i,j-1,k] - x[i,j+1,k] - x[i,j,k-1] - x[i,j,k+1]) / h2;
+                r[i,j,k] = res;
+                rr += res * res;
+            }",
+        )
+        .unwrap();
+        assert_eq!(kernel.reductions.len(), 1);
+        assert_eq!(kernel.reductions[0].op, stencil_core::ReduceOp::Sum);
+        assert!(
+            compile(
+                "fn dot(x: &Grid1<f64>, y: &Grid1<f64>, s: &mut Sum<f64>) { s += x[i] * y[i]; }"
+            )
+            .is_ok()
+        );
+        assert!(compile("fn extremes(u: &Grid2<f32>, lo: &mut Min<f32>, hi: &mut Max<f32>) { lo = min(lo, u[i,j]); hi = max(hi, u[i,j]); }").is_ok());
+    }
+
+    #[test]
     fn text_holds_exactly_one_kernel() {
         let two = "fn a(u: &Grid1<f64>, o: &mut Grid1<f64>) { o[i] = u[i]; }\n\
                    fn b(u: &Grid1<f64>, o: &mut Grid1<f64>) { o[i] = u[i]; }";

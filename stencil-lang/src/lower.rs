@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 
 use stencil_core::{
-    Expr, ExprId, FieldId, Kernel, KernelBuilder, LetId, Location, MAX_DIMS, ParamId, VerifyError,
-    VerifyErrorKind,
+    Expr, ExprId, FieldId, Kernel, KernelBuilder, LetId, Location, MAX_DIMS, ParamId, ReductionId,
+    VerifyError, VerifyErrorKind,
 };
 
 use crate::checked::{CheckedExpr, CheckedExprKind, CheckedKernel, CheckedStmt};
@@ -26,6 +26,7 @@ pub fn lower(checked: &CheckedKernel, diagnostics: &mut Diagnostics) -> Option<K
         builder: KernelBuilder::new(&checked.name, checked.n_dims, checked.elem),
         fields: Vec::new(),
         params: Vec::new(),
+        reductions: Vec::new(),
         lets: Vec::new(),
         expr_ranges: Vec::new(),
         stmt_ranges: Vec::new(),
@@ -39,6 +40,10 @@ pub fn lower(checked: &CheckedKernel, diagnostics: &mut Diagnostics) -> Option<K
     for param in &checked.params {
         let id = lowering.builder.param_typed(&param.name, param.elem);
         lowering.params.push(id);
+    }
+    for reduction in &checked.reductions {
+        let id = lowering.builder.reduction(&reduction.name, reduction.op);
+        lowering.reductions.push(id);
     }
     for statement in &checked.body {
         lowering.statement(statement);
@@ -77,6 +82,7 @@ fn stands_alone(kind: &VerifyErrorKind) -> bool {
             | VerifyErrorKind::ReadOfOutput(_)
             | VerifyErrorKind::WriteToInput(_)
             | VerifyErrorKind::OutputWrittenTwice(_)
+            | VerifyErrorKind::ReductionTwice(_)
             | VerifyErrorKind::RadiusTooLarge { .. }
     )
 }
@@ -101,6 +107,7 @@ struct Lowering {
     builder: KernelBuilder,
     fields: Vec<FieldId>,
     params: Vec<ParamId>,
+    reductions: Vec<ReductionId>,
     lets: Vec<LetId>,
     expr_ranges: Vec<ExprRanges>,
     stmt_ranges: Vec<StmtRanges>,
@@ -121,6 +128,18 @@ impl Lowering {
             CheckedStmt::Store { field, lhs, value } => {
                 let id = self.expr(value);
                 self.builder.store(self.fields[*field], id);
+                self.stmt_ranges.push(StmtRanges {
+                    target: *lhs,
+                    value: value.range,
+                });
+            }
+            CheckedStmt::Reduce {
+                reduction,
+                lhs,
+                value,
+            } => {
+                let id = self.expr(value);
+                self.builder.reduce(self.reductions[*reduction], id);
                 self.stmt_ranges.push(StmtRanges {
                     target: *lhs,
                     value: value.range,
@@ -216,6 +235,10 @@ impl LocationMapper<'_> {
                 checked.params[id.index()].type_range
             }
             (Location::Param(id), _) => checked.params[id.index()].name_range,
+            (Location::Reduction(id), VerifyErrorKind::MixedElementTypes { .. }) => {
+                checked.reductions[id.index()].type_range
+            }
+            (Location::Reduction(id), _) => checked.reductions[id.index()].name_range,
             (Location::Expr(id), VerifyErrorKind::RadiusTooLarge { dim, .. }) => {
                 let ranges = &self.expr_ranges[id.index()];
                 ranges.indices.get(*dim).copied().unwrap_or(ranges.whole)

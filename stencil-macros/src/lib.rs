@@ -37,9 +37,16 @@ mod expand;
 /// # The kernel language
 ///
 /// - Parameters: grids `&GridN<T>` / `&Grid<T, N>` (inputs) and `&mut GridN<T>` (outputs),
-///   `N` from 1 to 4, `T` `f32` or `f64`; scalars of type `T`. One `T` and one `N` per kernel.
+///   `N` from 1 to 4, `T` `f32` or `f64`; scalars of type `T`; reductions `&mut Sum<T>`,
+///   `&mut Min<T>` and `&mut Max<T>`. One `T` and one `N` per kernel.
 /// - Statements: `let name = value;` and `out[i, j, k] = value;` (each output exactly once,
-///   at offset zero). The first store names the index variables.
+///   at offset zero). The first store names the index variables (in a kernel without stores,
+///   the first read naming one per dimension, else `i, j, k, l`).
+/// - Reductions: `s += value;` for a `Sum`, `m = min(m, value);` for a `Min` and
+///   `m = max(m, value);` for a `Max` (either argument order), each reduction exactly once; a
+///   reduction cannot be read, and a kernel with reductions cannot have `#[rotate(..)]`. The
+///   typed function takes them in place (`dot(&x, &y, &mut s).run()?; s.value()`), as does
+///   `with`, where they stay positional like grids.
 /// - Reads: `u[i - 1, j, k + 2]`: every index variable in order, each plus or minus an
 ///   integer constant of at most 8.
 /// - Values: numbers, parameters, temporaries, reads, `+ - * /`, unary `-`, parentheses,

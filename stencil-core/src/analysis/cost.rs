@@ -52,7 +52,7 @@ fn node_flops(expr: &Expr) -> usize {
 }
 
 /// Compulsory bytes moved per output point: one element per input that is read, one per
-/// output, each of its field's element size.
+/// output, and one more per output read in place, each of its field's element size.
 pub fn bytes_per_point(kernel: &Kernel) -> usize {
     let fp = super::footprint(kernel);
     let read: usize = fp
@@ -67,5 +67,9 @@ pub fn bytes_per_point(kernel: &Kernel) -> usize {
         .filter(|f| f.role == Role::Output)
         .map(|f| f.elem.size_bytes())
         .sum();
-    read + written
+    let in_place: usize = super::in_place_outputs(kernel)
+        .into_iter()
+        .map(|f| kernel.field(f).elem.size_bytes())
+        .sum();
+    read + written + in_place
 }

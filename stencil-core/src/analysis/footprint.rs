@@ -62,6 +62,23 @@ impl Footprint {
     }
 }
 
+/// The outputs `kernel` reads (at offset zero: in-place updates), in declaration order, whether
+/// or not a statement uses the read.
+pub fn in_place_outputs(kernel: &Kernel) -> Vec<FieldId> {
+    let mut read = vec![false; kernel.fields.len()];
+    for e in &kernel.exprs {
+        if let Expr::Read { field, .. } = *e
+            && kernel.fields.get(field.index()).map(|f| f.role) == Some(Role::Output)
+        {
+            read[field.index()] = true;
+        }
+    }
+    (0..kernel.fields.len())
+        .filter(|&i| read[i])
+        .map(FieldId::new)
+        .collect()
+}
+
 /// The live read footprint of `kernel`.
 pub fn footprint(kernel: &Kernel) -> Footprint {
     let live = liveness(kernel);

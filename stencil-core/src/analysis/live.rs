@@ -49,7 +49,7 @@ pub fn liveness(kernel: &Kernel) -> Liveness {
         .body
         .iter()
         .filter_map(|s| match *s {
-            Stmt::Store { value, .. } => Some(value),
+            Stmt::Store { value, .. } | Stmt::Reduce { value, .. } => Some(value),
             Stmt::Let { .. } => None,
         })
         .collect();

@@ -20,6 +20,6 @@ mod tests;
 
 pub use cost::{bytes_per_point, flops_per_point};
 pub use features::{N_ORDERS, N_STEPS, StencilFeatures, features};
-pub use footprint::{Footprint, InputFootprint, footprint};
+pub use footprint::{Footprint, InputFootprint, footprint, in_place_outputs};
 pub use live::{Liveness, liveness};
-pub use radius::{Radius, radius};
+pub use radius::{Radius, field_radius, radius};

@@ -1,6 +1,6 @@
 //! How far a kernel reads from the current point, per dimension and direction.
 
-use crate::ir::{Expr, Kernel, MAX_DIMS};
+use crate::ir::{Expr, FieldId, Kernel, MAX_DIMS};
 
 /// Largest read distance of a kernel in each dimension and direction (over all inputs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -30,9 +30,21 @@ impl Radius {
 
 /// The read radius of `kernel` (over every read of every input, used or not by a store).
 pub fn radius(kernel: &Kernel) -> Radius {
+    radius_where(kernel, |_| true)
+}
+
+/// How far `kernel` reads field `field` (over every read of it, used or not by a store): the
+/// halo that field needs. Zero for a field read only at its own point, or not at all.
+pub fn field_radius(kernel: &Kernel, field: FieldId) -> Radius {
+    radius_where(kernel, |f| f == field)
+}
+
+fn radius_where(kernel: &Kernel, read: impl Fn(FieldId) -> bool) -> Radius {
     let mut r = Radius::default();
     for e in &kernel.exprs {
-        if let Expr::Read { offset, .. } = e {
+        if let Expr::Read { offset, field } = e
+            && read(*field)
+        {
             for d in 0..MAX_DIMS {
                 let o = offset.get(d);
                 if o < 0 {

@@ -21,24 +21,44 @@ mod tests;
 
 use crate::backend::Job;
 use crate::element::Element;
-use crate::ir::{BinaryOp, CmpOp, Expr, ExprId, Kernel, LogicOp, MAX_DIMS, Role, Stmt, UnaryOp};
+use crate::ir::{
+    BinaryOp, CmpOp, Expr, ExprId, Kernel, LogicOp, MAX_DIMS, ReduceOp, Role, Stmt, UnaryOp,
+};
+use crate::reduce;
 use crate::view::{FieldView, FieldViewMut, Geometry};
 
-/// Runs `kernel` over every interior point of the outputs.
+/// Runs `kernel` over every interior point of the outputs (reductions are computed and
+/// dropped; [`run_reducing`] returns them).
 ///
 /// `inputs`, `outputs` and `params` are in the kernel's declaration order of each kind. Only
 /// interior points of the outputs are written.
 ///
 /// # Panics
-/// If the kernel's element type is not `T`, the argument counts differ from the kernel's, the
-/// grids differ in dimension count or interior shape, or a read falls outside an input's halo
-/// (all of which [`Job::new`] rules out).
+/// As [`run_reducing`].
 pub fn run<T: Element>(
     kernel: &Kernel,
     inputs: &[FieldView<'_, T>],
     outputs: &mut [FieldViewMut<'_, T>],
     params: &[T],
 ) {
+    run_reducing(kernel, inputs, outputs, params);
+}
+
+/// Runs `kernel` over every interior point, writing the outputs' interior points and
+/// returning the kernel's reductions in declaration order, each combined in the order
+/// [`crate::reduce`] defines (rows in C order, blocks of a row, lanes of a block, a pairwise
+/// tree over the blocks).
+///
+/// # Panics
+/// If the kernel's element type is not `T`, the argument counts differ from the kernel's, the
+/// grids differ in dimension count or interior shape, or a read falls outside an input's halo
+/// (all of which [`Job::new`] rules out).
+pub fn run_reducing<T: Element>(
+    kernel: &Kernel,
+    inputs: &[FieldView<'_, T>],
+    outputs: &mut [FieldViewMut<'_, T>],
+    params: &[T],
+) -> Vec<T> {
     let plan = Plan::new(kernel);
     plan.check_arguments::<T>(
         kernel,
@@ -49,22 +69,51 @@ pub fn run<T: Element>(
             .chain(outputs.iter().map(|v| v.geom)),
     );
     let mut shape = [1usize; MAX_DIMS];
-    shape[..kernel.n_dims].copy_from_slice(outputs[0].geom.interior());
+    let first = outputs
+        .first()
+        .map(|v| v.geom)
+        .or_else(|| inputs.first().map(|v| v.geom))
+        .unwrap_or_else(|| broken(kernel, "a kernel with no grid"));
+    shape[..kernel.n_dims].copy_from_slice(first.interior());
+    let ops: Vec<ReduceOp> = kernel.reductions.iter().map(|r| r.op).collect();
     if shape.contains(&0) {
-        return;
+        return ops.iter().map(|&op| reduce::identity(op)).collect();
     }
+    let row_len = shape[kernel.n_dims - 1];
+    // Per reduction: the current row's values, and every block's value so far.
+    let mut rows: Vec<Vec<T>> = vec![Vec::with_capacity(row_len); ops.len()];
+    let mut partials: Vec<Vec<T>> = vec![Vec::new(); ops.len()];
     let mut state = PointState::new(kernel);
     let mut point = [0isize; MAX_DIMS];
     loop {
-        plan.eval(kernel, inputs, params, &point[..kernel.n_dims], &mut state);
+        plan.eval(
+            kernel,
+            (inputs, outputs),
+            params,
+            &point[..kernel.n_dims],
+            &mut state,
+        );
         for (slot, view) in outputs.iter_mut().enumerate() {
             view.set(&point[..kernel.n_dims], state.stored[slot]);
+        }
+        for (row, &value) in rows.iter_mut().zip(&state.reduced) {
+            row.push(value);
+        }
+        if point[kernel.n_dims - 1] as usize + 1 == row_len {
+            for ((row, blocks), &op) in rows.iter_mut().zip(&mut partials).zip(&ops) {
+                reduce::push_row_blocks(op, row, blocks);
+                row.clear();
+            }
         }
         // Advance the C-order odometer: the last dimension moves fastest.
         let mut d = kernel.n_dims;
         loop {
             if d == 0 {
-                return;
+                return partials
+                    .iter()
+                    .zip(&ops)
+                    .map(|(blocks, &op)| reduce::tree(op, blocks))
+                    .collect();
             }
             d -= 1;
             point[d] += 1;
@@ -76,11 +125,14 @@ pub fn run<T: Element>(
     }
 }
 
-/// Runs a validated [`Job`] with the interpreter.
+/// Runs a validated [`Job`] with the interpreter, storing its reductions in the job.
 pub fn run_job<T: Element>(job: &mut Job<'_, T>) {
     let kernel = job.kernel();
     let (inputs, outputs, params) = job.parts_mut();
-    run(kernel, inputs, outputs, params);
+    let reduced = run_reducing(kernel, inputs, outputs, params);
+    for (r, value) in reduced.into_iter().enumerate() {
+        job.set_reduction(r, value);
+    }
 }
 
 /// The values `kernel` stores at `point` (interior coordinates, one per dimension), one per
@@ -109,7 +161,7 @@ pub fn eval_point<T: Element>(
         inputs.iter().map(|v| v.geom),
     );
     let mut state = PointState::new(kernel);
-    plan.eval(kernel, inputs, params, point, &mut state);
+    plan.eval(kernel, (inputs, &[]), params, point, &mut state);
     state.stored
 }
 
@@ -152,6 +204,7 @@ struct PointState<T> {
     values: Vec<Option<Value<T>>>,
     lets: Vec<Option<T>>,
     stored: Vec<T>,
+    reduced: Vec<T>,
 }
 
 impl<T: Element> PointState<T> {
@@ -160,6 +213,7 @@ impl<T: Element> PointState<T> {
             values: vec![None; kernel.exprs.len()],
             lets: vec![None; kernel.lets.len()],
             stored: vec![T::NAN; kernel.outputs().count()],
+            reduced: vec![T::NAN; kernel.reductions.len()],
         }
     }
 }
@@ -183,9 +237,7 @@ impl Plan {
             .body
             .iter()
             .map(|stmt| {
-                let root = match *stmt {
-                    Stmt::Let { value, .. } | Stmt::Store { value, .. } => value,
-                };
+                let root = stmt.value();
                 let mut seen = vec![false; kernel.exprs.len()];
                 let mut stack = vec![root];
                 while let Some(id) = stack.pop() {
@@ -241,11 +293,12 @@ impl Plan {
         }
     }
 
-    /// Evaluates every statement at `point`, leaving the stored values in `state.stored`.
+    /// Evaluates every statement at `point`, leaving the stored values in `state.stored`. An
+    /// output read in place reads `outputs` (its value before this point's write).
     fn eval<T: Element>(
         &self,
         kernel: &Kernel,
-        inputs: &[FieldView<'_, T>],
+        grids: (&[FieldView<'_, T>], &[FieldViewMut<'_, T>]),
         params: &[T],
         point: &[isize],
         state: &mut PointState<T>,
@@ -254,7 +307,7 @@ impl Plan {
         state.lets.fill(None);
         for (stmt, needed) in kernel.body.iter().zip(&self.needed) {
             for &id in needed {
-                let v = self.eval_node(kernel, inputs, params, point, state, id);
+                let v = self.eval_node(kernel, grids, params, point, state, id);
                 state.values[id.index()] = Some(v);
             }
             match *stmt {
@@ -266,6 +319,10 @@ impl Plan {
                         .unwrap_or_else(|| broken(kernel, "store to an input"));
                     state.stored[slot] = get(state, kernel, value).real(kernel, value);
                 }
+                Stmt::Reduce { reduction, value } => {
+                    state.reduced[reduction.index()] =
+                        get(state, kernel, value).real(kernel, value);
+                }
             }
         }
     }
@@ -273,7 +330,7 @@ impl Plan {
     fn eval_node<T: Element>(
         &self,
         kernel: &Kernel,
-        inputs: &[FieldView<'_, T>],
+        (inputs, outputs): (&[FieldView<'_, T>], &[FieldViewMut<'_, T>]),
         params: &[T],
         point: &[isize],
         state: &PointState<T>,
@@ -285,13 +342,24 @@ impl Plan {
             Expr::Const(c) => Value::Real(T::from_f64(c)),
             Expr::Param(p) => Value::Real(params[p.index()]),
             Expr::Read { field, offset } => {
-                let slot = self.input_slot[field.index()]
-                    .unwrap_or_else(|| broken(kernel, "read of an output"));
                 let mut at = [0isize; MAX_DIMS];
                 for (d, (a, &p)) in at.iter_mut().zip(point).enumerate() {
                     *a = p + offset.get(d) as isize;
                 }
-                Value::Real(inputs[slot].get(&at[..point.len()]))
+                match (
+                    self.input_slot[field.index()],
+                    self.output_slot[field.index()],
+                ) {
+                    (Some(slot), _) => Value::Real(inputs[slot].get(&at[..point.len()])),
+                    // An output read in place, at its own point (the verifier allows no other).
+                    (None, Some(slot)) if offset.is_zero() => {
+                        let view = outputs.get(slot).unwrap_or_else(|| {
+                            broken(kernel, "an output read in place, with no outputs given")
+                        });
+                        Value::Real(view.get(&at[..point.len()]))
+                    }
+                    _ => broken(kernel, "read of an output away from its point"),
+                }
             }
             Expr::Let(var) => Value::Real(
                 state.lets[var.index()]

@@ -6,7 +6,7 @@
 
 use super::{
     BinaryOp, CmpOp, ElemType, Expr, ExprId, Field, FieldId, Kernel, LetId, LetVar, LogicOp,
-    Offset, Param, ParamId, Role, Stmt, UnaryOp,
+    Offset, Param, ParamId, ReduceOp, Reduction, ReductionId, Role, Stmt, UnaryOp,
 };
 use crate::verify::{VerifyErrors, verify};
 
@@ -52,6 +52,7 @@ impl KernelBuilder {
                 index_names,
                 fields: Vec::new(),
                 params: Vec::new(),
+                reductions: Vec::new(),
                 lets: Vec::new(),
                 exprs: Vec::new(),
                 body: Vec::new(),
@@ -99,6 +100,17 @@ impl KernelBuilder {
             elem,
         });
         ParamId::new(self.kernel.params.len() - 1)
+    }
+
+    /// Declares a reduction (a scalar result) of the builder's element type, combining its
+    /// points' values by `op`; give it its value with [`reduce`](Self::reduce).
+    pub fn reduction(&mut self, name: &str, op: ReduceOp) -> ReductionId {
+        self.kernel.reductions.push(Reduction {
+            name: name.to_string(),
+            op,
+            elem: self.elem,
+        });
+        ReductionId::new(self.kernel.reductions.len() - 1)
     }
 
     /// Adds an arbitrary expression node and returns its id.
@@ -205,6 +217,11 @@ impl KernelBuilder {
     /// Writes `value` to output `field` at offset zero (a statement).
     pub fn store(&mut self, field: FieldId, value: ExprId) {
         self.kernel.body.push(Stmt::Store { field, value });
+    }
+
+    /// Contributes `value` at every point to `reduction` (a statement; once per reduction).
+    pub fn reduce(&mut self, reduction: ReductionId, value: ExprId) {
+        self.kernel.body.push(Stmt::Reduce { reduction, value });
     }
 
     /// The kernel as built so far, unverified (for tools that want to show a broken kernel).

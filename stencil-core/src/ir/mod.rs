@@ -3,7 +3,8 @@
 //! A [`Kernel`] is a pure function from input fields and scalar parameters to output fields,
 //! evaluated independently at every interior point of an `n_dims`-dimensional index space.
 //! Inputs are read at constant offsets from the current point; outputs are written at offset
-//! zero, exactly once each. Nodes are plain values (`Clone + PartialEq + Debug`) held in arenas
+//! zero, exactly once each, and may be read at offset zero only (an in-place update such as
+//! `y = a * x + y`: the read gives the value before this point's write). Nodes are plain values (`Clone + PartialEq + Debug`) held in arenas
 //! and refer to each other by typed indices ([`FieldId`], [`ParamId`], [`LetId`], [`ExprId`]),
 //! never by name.
 //!
@@ -11,7 +12,8 @@
 //! - every id is in range; an expression refers only to expressions with smaller ids (the arena
 //!   is in topological order, so a forward walk evaluates it);
 //! - a `let` is referenced only by statements after the one that defines it;
-//! - reads name inputs, stores name outputs, each output is stored exactly once;
+//! - reads name inputs (or outputs at offset zero), stores name outputs, each output is stored
+//!   exactly once, each reduction given a value exactly once;
 //! - offsets are zero beyond `n_dims` and within [`MAX_RADIUS`];
 //! - all fields and parameters share one element type.
 //!
@@ -69,13 +71,18 @@ id_type!(
     /// Index of an expression in [`Kernel::exprs`].
     ExprId
 );
+id_type!(
+    /// Index of a reduction in [`Kernel::reductions`].
+    ReductionId
+);
 
 /// Whether a field is read or written by the kernel.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Role {
     /// Read at constant offsets; never written.
     Input,
-    /// Written at offset zero, exactly once per point; never read.
+    /// Written at offset zero, exactly once per point; read, if at all, only at offset zero
+    /// (the value before the point's write: an in-place update).
     Output,
 }
 
@@ -95,6 +102,49 @@ pub struct Field {
 pub struct Param {
     /// Name as written by the user.
     pub name: String,
+    /// Element type.
+    pub elem: ElemType,
+}
+
+/// How a reduction combines the values of its points.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ReduceOp {
+    /// The sum (a norm is the sum of squares); NaN if any value is NaN.
+    Sum,
+    /// The smallest value; NaN values are ignored (as the language's `min`), so the result
+    /// is NaN only when every value is.
+    Min,
+    /// The largest value; NaN values are ignored (as the language's `max`).
+    Max,
+}
+
+impl ReduceOp {
+    /// Every reduction operation, in a fixed order.
+    pub const ALL: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max];
+
+    /// The type name in the kernel language and the facade (`"Sum"`, `"Min"`, `"Max"`).
+    pub const fn type_name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "Sum",
+            ReduceOp::Min => "Min",
+            ReduceOp::Max => "Max",
+        }
+    }
+
+    /// The operation whose type is called `name`, if any.
+    pub fn from_type_name(name: &str) -> Option<ReduceOp> {
+        ReduceOp::ALL.into_iter().find(|op| op.type_name() == name)
+    }
+}
+
+/// A scalar result of the kernel: the values of an expression at every interior point,
+/// combined by `op` in the fixed order of [`crate::reduce`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Reduction {
+    /// Name as written by the user.
+    pub name: String,
+    /// How values combine.
+    pub op: ReduceOp,
     /// Element type.
     pub elem: ElemType,
 }
@@ -429,6 +479,24 @@ pub enum Stmt {
         /// The value (real).
         value: ExprId,
     },
+    /// Contributes this point's value to a reduction (each reduction exactly once).
+    Reduce {
+        /// The reduction.
+        reduction: ReductionId,
+        /// The value (real).
+        value: ExprId,
+    },
+}
+
+impl Stmt {
+    /// The statement's value.
+    pub fn value(&self) -> ExprId {
+        match *self {
+            Stmt::Let { value, .. } | Stmt::Store { value, .. } | Stmt::Reduce { value, .. } => {
+                value
+            }
+        }
+    }
 }
 
 /// A stencil kernel: the algorithm, with no schedule.
@@ -448,6 +516,8 @@ pub struct Kernel {
     pub fields: Vec<Field>,
     /// Scalar parameters in declaration order.
     pub params: Vec<Param>,
+    /// Reductions (scalar results) in declaration order.
+    pub reductions: Vec<Reduction>,
     /// `let` temporaries, in order of definition.
     pub lets: Vec<LetVar>,
     /// Expression arena, in topological order (operands before users).
@@ -499,6 +569,19 @@ impl Kernel {
             .iter()
             .position(|f| f.name == name)
             .map(FieldId::new)
+    }
+
+    /// The reduction called `name`, if any.
+    pub fn reduction_by_name(&self, name: &str) -> Option<ReductionId> {
+        self.reductions
+            .iter()
+            .position(|r| r.name == name)
+            .map(ReductionId::new)
+    }
+
+    /// Whether the kernel has reductions.
+    pub fn has_reductions(&self) -> bool {
+        !self.reductions.is_empty()
     }
 
     /// The parameter called `name`, if any.

@@ -287,6 +287,10 @@ impl Retimed {
 /// every store has one with at least one class and together they pay (load at most a third of
 /// what the plain forms load): the kernels whose CPU point loop follows the retimed form.
 pub fn retimed_stores(kernel: &Kernel) -> Option<Vec<(FieldId, Retimed)>> {
+    if kernel.has_reductions() || !crate::analysis::in_place_outputs(kernel).is_empty() {
+        // The retimed loop writes only grids and reads only inputs.
+        return None;
+    }
     let mut stores = Vec::new();
     for statement in &kernel.body {
         if let Stmt::Store { field, value } = *statement {
@@ -345,7 +349,7 @@ mod tests {
             .iter()
             .find_map(|s| match *s {
                 Stmt::Store { value, .. } => Some(value),
-                Stmt::Let { .. } => None,
+                Stmt::Let { .. } | Stmt::Reduce { .. } => None,
             })
             .unwrap()
     }

@@ -99,6 +99,7 @@ struct Printer<'k> {
     index_names: Vec<String>,
     field_names: Vec<String>,
     param_names: Vec<String>,
+    reduction_names: Vec<String>,
     let_names: Vec<String>,
     /// Per expression: the temporary it is printed through, if hoisted.
     hoisted: Vec<Option<String>>,
@@ -112,6 +113,11 @@ impl<'k> Printer<'k> {
         let index_names: Vec<String> = kernel.index_names.iter().map(|n| names.claim(n)).collect();
         let field_names = kernel.fields.iter().map(|f| names.claim(&f.name)).collect();
         let param_names = kernel.params.iter().map(|p| names.claim(&p.name)).collect();
+        let reduction_names = kernel
+            .reductions
+            .iter()
+            .map(|r| names.claim(&r.name))
+            .collect();
         let let_names = kernel.lets.iter().map(|l| names.claim(&l.name)).collect();
         // Uses of each node by the statements and by nodes those reach (a `let` reference is a
         // leaf here: it prints as the let's name).
@@ -119,7 +125,7 @@ impl<'k> Printer<'k> {
         let mut reached = vec![false; kernel.exprs.len()];
         let mut stack = Vec::new();
         for stmt in &kernel.body {
-            let (Stmt::Let { value, .. } | Stmt::Store { value, .. }) = *stmt;
+            let value = stmt.value();
             uses[value.index()] += 1;
             stack.push(value);
         }
@@ -149,6 +155,7 @@ impl<'k> Printer<'k> {
             index_names,
             field_names,
             param_names,
+            reduction_names,
             let_names,
             hoisted,
             emitted: vec![false; kernel.exprs.len()],
@@ -169,12 +176,18 @@ impl<'k> Printer<'k> {
             })
             .collect();
         args.extend(self.param_names.iter().map(|p| format!("{p}: {elem}")));
+        args.extend(
+            self.reduction_names
+                .iter()
+                .zip(&k.reductions)
+                .map(|(name, r)| format!("{name}: &mut {}<{elem}>", r.op.type_name())),
+        );
         let fn_name = NameTable::default().claim(&k.name);
         let mut out = String::new();
         out.push_str("stencil! {\n");
         let _ = writeln!(out, "    pub fn {fn_name}({}) {{", args.join(", "));
         for stmt in &k.body {
-            let (Stmt::Let { value, .. } | Stmt::Store { value, .. }) = *stmt;
+            let value = stmt.value();
             self.emit_hoisted(value, &mut out);
             let rhs = self.render(value, SELECT);
             match *stmt {
@@ -183,6 +196,15 @@ impl<'k> Printer<'k> {
                 }
                 Stmt::Store { field, .. } => {
                     let _ = writeln!(out, "        {} = {rhs};", self.at_centre(field));
+                }
+                Stmt::Reduce { reduction, .. } => {
+                    let mut r = k.reductions[reduction.index()].clone();
+                    r.name = self.reduction_names[reduction.index()].clone();
+                    let _ = writeln!(
+                        out,
+                        "        {}",
+                        crate::printer::reduce_statement(&r, &rhs)
+                    );
                 }
             }
         }

@@ -22,6 +22,10 @@ pub(super) fn describe(kernel: &Kernel, location: &Location) -> String {
             Some(param) => format!("parameter `{}`", param.name),
             None => format!("<parameter #{}>", p.index()),
         },
+        Location::Reduction(r) => match kernel.reductions.get(r.index()) {
+            Some(reduction) => format!("reduction `{}`", reduction.name),
+            None => format!("<reduction #{}>", r.index()),
+        },
         Location::Expr(e) => format!("`{}`", expr(kernel, *e, 0)),
         Location::Stmt(s) => match kernel.body.get(*s) {
             Some(Stmt::Let { var, value }) => {
@@ -36,6 +40,13 @@ pub(super) fn describe(kernel: &Kernel, location: &Location) -> String {
                 read(kernel, field.index(), &[0; crate::ir::MAX_DIMS]),
                 expr(kernel, *value, 0)
             ),
+            Some(Stmt::Reduce { reduction, value }) => {
+                let value = expr(kernel, *value, 0);
+                match kernel.reductions.get(reduction.index()) {
+                    Some(r) => format!("`{}`", crate::printer::reduce_statement(r, &value)),
+                    None => format!("`<reduction #{}> += {value};`", reduction.index()),
+                }
+            }
             None => format!("<statement #{s}>"),
         },
     }
@@ -158,7 +169,10 @@ mod tests {
         b.store(out, value);
         let message = b.finish().unwrap_err().to_string();
         assert!(
-            message.contains("`out` is an output and cannot be read (at `out[i+1]`)"),
+            message.contains(
+                "`out` is an output: it can be read only at its own point (offset zero), for an \
+                 in-place update (at `out[i+1]`)"
+            ),
             "{message}"
         );
     }

@@ -14,6 +14,7 @@ mod program;
 use stencil_core::{Element, FieldView, Geometry};
 
 use crate::output_rows::OutputRows;
+use crate::reduce::{LocalPartials, Reductions};
 use crate::streaming;
 use crate::tiling::{Tile, Tiling, row_stride};
 
@@ -39,6 +40,8 @@ pub(crate) struct GenericRun<'r, T> {
     read_deltas: Vec<isize>,
     /// Elements per scratch slot.
     slot_len: usize,
+    /// The kernel's reductions, if any (the schedule's cuts then aligned to blocks).
+    reductions: Option<&'r Reductions<T>>,
     /// Whether outputs are written with streaming stores.
     streaming: bool,
 }
@@ -54,6 +57,10 @@ pub(crate) struct EvalScratch<'r, T> {
     read_rows: Vec<&'r [T]>,
     /// One slice per output; empty between tiles.
     outputs: Vec<&'r mut [T]>,
+    /// The blocks' values computed since the last hand-over.
+    partials: Option<LocalPartials<T>>,
+    /// Interior index of the current row's first point (kernels with reductions).
+    row_first: [usize; stencil_core::MAX_DIMS],
 }
 
 impl<'r, T: Element> GenericRun<'r, T> {
@@ -67,6 +74,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
         outputs: &'r [OutputRows<'r, T>],
         params: &'r [T],
         (row_block, streaming): (usize, bool),
+        reductions: Option<&'r Reductions<T>>,
     ) -> Self {
         let read_deltas = program
             .reads
@@ -80,7 +88,12 @@ impl<'r, T: Element> GenericRun<'r, T> {
                     .sum()
             })
             .collect();
-        let slot_len = tiling.max_row_len().min(CHUNK).min(row_block.max(1));
+        // With reductions, chunks start at multiples of `CHUNK` (a multiple of a block) from
+        // a tile's row start, which the aligned schedule puts at a block's first point.
+        let slot_len = match reductions {
+            Some(_) => tiling.max_row_len().min(CHUNK),
+            None => tiling.max_row_len().min(CHUNK).min(row_block.max(1)),
+        };
         let grids: Vec<Geometry> = inputs
             .iter()
             .map(|view| view.geom)
@@ -97,7 +110,15 @@ impl<'r, T: Element> GenericRun<'r, T> {
             row_strides,
             read_deltas,
             slot_len,
+            reductions,
             streaming,
+        }
+    }
+
+    /// Hands the blocks' values a worker computed to the shared reductions (after each tile).
+    pub(crate) fn hand_over(&self, scratch: &mut EvalScratch<'r, T>) {
+        if let (Some(reductions), Some(local)) = (self.reductions, &mut scratch.partials) {
+            reductions.absorb(local);
         }
     }
 
@@ -118,6 +139,8 @@ impl<'r, T: Element> GenericRun<'r, T> {
             input_starts: vec![0; self.inputs.len()],
             read_rows: Vec::with_capacity(self.program.reads.len()),
             outputs: self.outputs.iter().map(|_| Default::default()).collect(),
+            partials: self.reductions.map(Reductions::local),
+            row_first: [0; stencil_core::MAX_DIMS],
         }
     }
 
@@ -134,34 +157,45 @@ impl<'r, T: Element> GenericRun<'r, T> {
         let n_inputs = self.inputs.len();
         let (in_strides, out_strides) = self.row_strides.split_at(n_inputs);
         let n_dims = self.grids[0].n_dims;
-        tile.for_each_run(n_dims, &self.grids, &mut bases, |bases, n_rows, len| {
-            let (in_bases, out_bases) = bases.split_at(n_inputs);
-            for r in 0..n_rows {
-                let starts = scratch.input_starts.iter_mut();
-                for ((start, &base), &stride) in starts.zip(in_bases).zip(in_strides) {
-                    *start = base + r * stride;
+        tile.for_each_run(
+            n_dims,
+            &self.grids,
+            &mut bases,
+            |bases, n_rows, len, first| {
+                let (in_bases, out_bases) = bases.split_at(n_inputs);
+                for r in 0..n_rows {
+                    scratch.row_first = *first;
+                    if n_dims > 1 {
+                        scratch.row_first[n_dims - 2] += r;
+                    }
+                    let starts = scratch.input_starts.iter_mut();
+                    for ((start, &base), &stride) in starts.zip(in_bases).zip(in_strides) {
+                        *start = base + r * stride;
+                    }
+                    let targets = self.outputs.iter().zip(out_bases).zip(out_strides);
+                    for (slot, ((output, &base), &stride)) in
+                        scratch.outputs.iter_mut().zip(targets)
+                    {
+                        // SAFETY: this row of this output is handed out once in the whole run
+                        // and overlaps no other live slice. The tiles of a `Tiling` are
+                        // disjoint and so are the rows of a tile; `Job::new` validated that
+                        // every grid has the iteration's interior shape and that no output
+                        // shares storage with an input or another output; `OutputRows::new`
+                        // validated that the output's layout is one `Geometry::padded` produces,
+                        // in which distinct interior rows are disjoint and inside the storage
+                        // (which `row` checks again). The slot's previous slice (the previous
+                        // row's) is dropped by this assignment.
+                        *slot = unsafe { output.row(base + r * stride, len) };
+                    }
+                    let mut done = 0;
+                    while done < len {
+                        let n = (len - done).min(self.slot_len);
+                        self.run_chunk(scratch, done, n);
+                        done += n;
+                    }
                 }
-                let targets = self.outputs.iter().zip(out_bases).zip(out_strides);
-                for (slot, ((output, &base), &stride)) in scratch.outputs.iter_mut().zip(targets) {
-                    // SAFETY: this row of this output is handed out once in the whole run
-                    // and overlaps no other live slice. The tiles of a `Tiling` are
-                    // disjoint and so are the rows of a tile; `Job::new` validated that
-                    // every grid has the iteration's interior shape and that no output
-                    // shares storage with an input or another output; `OutputRows::new`
-                    // validated that the output's layout is one `Geometry::padded` produces,
-                    // in which distinct interior rows are disjoint and inside the storage
-                    // (which `row` checks again). The slot's previous slice (the previous
-                    // row's) is dropped by this assignment.
-                    *slot = unsafe { output.row(base + r * stride, len) };
-                }
-                let mut done = 0;
-                while done < len {
-                    let n = (len - done).min(self.slot_len);
-                    self.run_chunk(scratch, done, n);
-                    done += n;
-                }
-            }
-        });
+            },
+        );
         scratch.bases = bases;
         for slot in &mut scratch.outputs {
             *slot = Default::default();
@@ -179,8 +213,14 @@ impl<'r, T: Element> GenericRun<'r, T> {
             input_starts,
             read_rows,
             outputs,
+            partials,
+            row_first,
             ..
         } = scratch;
+        let len = self.slot_len;
+        for &(output, slot) in &self.program.in_place {
+            real[slot * len..][..n].copy_from_slice(&outputs[output][at..at + n]);
+        }
         read_rows.clear();
         for (read, delta) in self.program.reads.iter().zip(&self.read_deltas) {
             let start = (input_starts[read.input] + at)
@@ -188,7 +228,6 @@ impl<'r, T: Element> GenericRun<'r, T> {
                 .expect("stencil-cpu generic path: read before the input's storage");
             read_rows.push(&self.inputs[read.input].data[start..start + n]);
         }
-        let len = self.slot_len;
         for op in &self.program.ops {
             match *op {
                 Op::Unary { op, dst, arg } => {
@@ -242,6 +281,14 @@ impl<'r, T: Element> GenericRun<'r, T> {
         for (out, &source) in outputs.iter_mut().zip(&self.program.stores) {
             let values = operand(real, read_rows, source, len, n);
             streaming::copy_to(&mut out[at..at + n], values, self.streaming);
+        }
+        if let (Some(reductions), Some(partials)) = (self.reductions, partials) {
+            let mut point = *row_first;
+            point[self.grids[0].n_dims - 1] += at;
+            let first_block = reductions.block_index(&point);
+            for (k, &source) in self.program.reductions.iter().enumerate() {
+                partials.push(k, first_block, operand(real, read_rows, source, len, n));
+            }
         }
     }
 }

@@ -8,7 +8,7 @@
 //! Reads need no slot (the evaluator borrows the input row), nor do constants and parameters
 //! need an operation per row (their slots are filled once per worker).
 
-use stencil_core::{BinaryOp, CmpOp, Expr, ExprId, Kernel, LogicOp, MAX_DIMS, Stmt, UnaryOp};
+use stencil_core::{BinaryOp, CmpOp, Expr, ExprId, Kernel, LogicOp, MAX_DIMS, Role, Stmt, UnaryOp};
 
 /// Where a real operand comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +88,12 @@ pub(crate) struct Program {
     pub(crate) ops: Vec<Op>,
     /// The value of each output, in the outputs' declaration order.
     pub(crate) stores: Vec<Source>,
+    /// The value of each reduction, in declaration order.
+    pub(crate) reductions: Vec<Source>,
+    /// Outputs read in place, as (output number, real slot): the evaluator copies each such
+    /// output's current values into its slot before a chunk's operations, which all run
+    /// before its stores.
+    pub(crate) in_place: Vec<(usize, usize)>,
     /// Number of real slots.
     pub(crate) n_real: usize,
     /// Number of bool slots.
@@ -156,6 +162,8 @@ impl<'k> Compiler<'k> {
                 reads: Vec::new(),
                 ops: Vec::new(),
                 stores: Vec::new(),
+                reductions: Vec::new(),
+                in_place: Vec::new(),
                 n_real: 0,
                 n_bool: 0,
             },
@@ -165,15 +173,30 @@ impl<'k> Compiler<'k> {
     fn run(mut self) -> Program {
         let n_outputs = self.kernel.outputs().count();
         let mut stores = vec![None; n_outputs];
+        let mut reductions = vec![None; self.kernel.reductions.len()];
         for stmt in &self.kernel.body {
-            if let Stmt::Store { field, value } = *stmt {
-                let source = match self.compile(value) {
-                    Value::Real(s) => s,
-                    Value::Bool(_) => bug("a store of a boolean"),
-                };
-                stores[self.role_index[field.index()]] = Some(source);
+            match *stmt {
+                Stmt::Store { field, value } => {
+                    let source = match self.compile(value) {
+                        Value::Real(s) => s,
+                        Value::Bool(_) => bug("a store of a boolean"),
+                    };
+                    stores[self.role_index[field.index()]] = Some(source);
+                }
+                Stmt::Reduce { reduction, value } => {
+                    let source = match self.compile(value) {
+                        Value::Real(s) => s,
+                        Value::Bool(_) => bug("a reduction of a boolean"),
+                    };
+                    reductions[reduction.index()] = Some(source);
+                }
+                Stmt::Let { .. } => {}
             }
         }
+        self.program.reductions = reductions
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| bug("a reduction that is never given a value")))
+            .collect();
         self.program.stores = stores
             .into_iter()
             .map(|s| s.unwrap_or_else(|| bug("an output that is never stored")))
@@ -255,6 +278,13 @@ impl<'k> Compiler<'k> {
         match *self.kernel.expr(id) {
             Expr::Const(c) => self.fill(FillValue::Const(c)),
             Expr::Param(p) => self.fill(FillValue::Param(p.index())),
+            Expr::Read { field, .. } if self.kernel.field(field).role == Role::Output => {
+                // An output read in place (at offset zero: the verifier allows no other).
+                let output = self.role_index[field.index()];
+                let slot = self.new_real();
+                self.program.in_place.push((output, slot));
+                Value::Real(Source::Slot(slot))
+            }
             Expr::Read { field, offset } => {
                 let read = Read {
                     input: self.role_index[field.index()],

@@ -521,6 +521,8 @@ impl<T: Element> Context<'_, T> {
                     &outputs,
                     &self.params,
                     self.rows,
+                    // `StepsJob::new` refuses kernels with reductions.
+                    None,
                 );
                 let mut scratch = run.scratch();
                 segments(&mut |piece| run.run_box(&mut scratch, piece));
@@ -537,6 +539,7 @@ impl<T: Element> Context<'_, T> {
                     &outputs,
                     &self.params,
                     (self.rows.row_block, false),
+                    None,
                 );
                 let mut scratch = run.scratch();
                 segments(&mut |piece| run.run_box(&mut scratch, piece));

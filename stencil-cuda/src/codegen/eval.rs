@@ -15,14 +15,43 @@ use crate::ptx::{Cmp, FloatOp, FloatUnaryOp, Inst, Operand, PredOp, Reg, RegClas
 /// Values of the reads of one point: (input field index, canonical displacement) -> register.
 pub(crate) type ReadValues = HashMap<(usize, [i64; 3]), Reg>;
 
+/// Values computed at one point: (output field index or reduction index, register), in
+/// statement order.
+pub(crate) type PointValues = Vec<(usize, Reg)>;
+
 impl Ctx<'_> {
     /// Evaluates the body at one point; returns (output field index, value) per store, in
     /// statement order.
-    pub(crate) fn eval_point(&mut self, reads: &ReadValues) -> Result<Vec<(usize, Reg)>> {
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidSchedule`](stencil_core::ErrorKind::InvalidSchedule) when the
+    /// kernel has reductions: only the reduction variant (`reduce.rs`, through
+    /// [`eval_point_reducing`](Self::eval_point_reducing)) computes them.
+    pub(crate) fn eval_point(&mut self, reads: &ReadValues) -> Result<PointValues> {
+        let (stores, reduced) = self.eval_point_reducing(reads)?;
+        if !reduced.is_empty() {
+            return Err(stencil_core::Error::new(
+                stencil_core::ErrorKind::InvalidSchedule,
+                format!(
+                    "kernel `{}` has reductions, which only the reduction variant computes",
+                    self.kernel.name
+                ),
+            ));
+        }
+        Ok(stores)
+    }
+
+    /// Evaluates the body at one point; returns (output field index, value) per store and
+    /// (reduction index, value) per reduction, each in statement order.
+    pub(crate) fn eval_point_reducing(
+        &mut self,
+        reads: &ReadValues,
+    ) -> Result<(PointValues, PointValues)> {
         let kernel = self.kernel;
         let mut memo: Vec<Option<Reg>> = vec![None; kernel.exprs.len()];
         let mut lets: Vec<Option<Reg>> = vec![None; kernel.lets.len()];
         let mut stores = Vec::new();
+        let mut reduced = Vec::new();
         for stmt in &kernel.body {
             match *stmt {
                 Stmt::Let { var, value } => {
@@ -33,9 +62,13 @@ impl Ctx<'_> {
                     let r = self.expr(value, reads, &mut memo, &lets)?;
                     stores.push((field.index(), r));
                 }
+                Stmt::Reduce { reduction, value } => {
+                    let r = self.expr(value, reads, &mut memo, &lets)?;
+                    reduced.push((reduction.index(), r));
+                }
             }
         }
-        Ok(stores)
+        Ok((stores, reduced))
     }
 
     fn expr(

@@ -8,8 +8,12 @@
 //! the geometry of its grids; the runtime's module cache keys on it.
 //!
 //! Variants live in `point.rs` (thread-per-point) and `stream.rs` (2.5-D streaming with a
-//! register queue, and its shared-memory-tile form). Assumes a verified kernel and geometries
-//! that passed [`Job::new`](stencil_core::Job::new) (same interior shape, halos wide enough).
+//! register queue, and its shared-memory-tile form); kernels with reductions have their own
+//! thread-per-point variant in `reduce.rs` (one thread block per reduction block of
+//! [`stencil_core::reduce`]). Assumes a verified kernel and geometries that passed
+//! [`Job::new`](stencil_core::Job::new) (same interior shape); every input's halo is checked
+//! here against the reach of the kernel's reads of it ([`check_halos`]), so generated code never
+//! reads outside a grid's storage.
 //!
 //! Math: every function of the IR is supported. `neg abs sqrt floor ceil min max div`,
 //! comparisons, logic and selects are native instructions; `exp ln sin cos tan tanh pow` have
@@ -22,6 +26,7 @@ mod fused;
 pub mod halo;
 mod math;
 mod point;
+pub(crate) mod reduce;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -58,6 +63,23 @@ pub struct CodegenOptions {
     pub planted_off_by_one: bool,
 }
 
+/// Test-only hook: a bug planted in the reduction variant, which the tests must catch. Never
+/// set outside tests (see [`generate_planted`] and `EmulatedGpu::with_planted_reduction_bug`).
+#[doc(hidden)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum PlantedReductionBug {
+    /// No bug.
+    #[default]
+    None,
+    /// The `bar.sync` between the threads' shared-memory writes and the lanes' reads is left
+    /// out (a race that thread orders must expose).
+    MissingBarrier,
+    /// A block's points are dealt to lanes in contiguous runs (`BLOCK / LANES` points each)
+    /// instead of by position modulo `LANES` (a wrong combine order that bit-exact comparison
+    /// must catch).
+    LaneOrder,
+}
+
 /// A generated kernel: its PTX module, entry name and launch configuration.
 #[derive(Clone, PartialEq, Debug)]
 pub struct GeneratedKernel {
@@ -69,6 +91,12 @@ pub struct GeneratedKernel {
     pub launch: LaunchDims,
     /// Static shared memory per block, in bytes.
     pub shared_bytes: u64,
+    /// Block values per reduction (0 for a kernel without reductions): the entry takes, after
+    /// the scalar parameters, one `u64` pointer per reduction (declaration order) to a buffer of
+    /// this many elements, and stores there the value of every reduction block, rows in C
+    /// order (see [`stencil_core::reduce`]); the host combines them with
+    /// [`stencil_core::reduce::tree`].
+    pub partials: usize,
 }
 
 impl GeneratedKernel {
@@ -82,12 +110,19 @@ impl GeneratedKernel {
 /// field, in the kernel's declaration order), targeting `sm_<arch>` (70, 80, 90, ...; targets
 /// above 90 emit sm_90 PTX, which the driver compiles forward).
 ///
+/// A kernel with reductions has one variant (see `reduce.rs`): thread per point with blocks
+/// of `256 / merge` x 1 x 1 threads, each block covering one block of 256 points of a row
+/// ([`is_reduction_schedule`]).
+///
 /// # Errors
 /// - [`ErrorKind::BackendUnavailable`]: the kernel has more than 3 dimensions.
 /// - [`ErrorKind::InvalidSchedule`]: the schedule is malformed (zero or too many threads, a
 ///   streaming variant with block z > 1, shared tiles over the 48 KiB static limit, a grid
-///   over the launch limits).
+///   over the launch limits), or the kernel has reductions and the schedule is not a
+///   reduction schedule.
 /// - [`ErrorKind::BadArgument`]: the geometries do not match the kernel's fields.
+/// - [`ErrorKind::HaloTooNarrow`]: an input's halo is narrower than the kernel's reads of it
+///   reach.
 pub fn generate(
     kernel: &Kernel,
     schedule: &GpuSchedule,
@@ -95,7 +130,31 @@ pub fn generate(
     arch: u32,
     options: CodegenOptions,
 ) -> Result<GeneratedKernel> {
-    generate_entry(kernel, schedule, geoms, arch, options, None)
+    generate_entry(
+        kernel,
+        schedule,
+        geoms,
+        arch,
+        options,
+        None,
+        PlantedReductionBug::None,
+    )
+}
+
+/// [`generate`] with a bug planted in the reduction variant (test-only).
+///
+/// # Errors
+/// As [`generate`].
+#[doc(hidden)]
+pub fn generate_planted(
+    kernel: &Kernel,
+    schedule: &GpuSchedule,
+    geoms: &[Geometry],
+    arch: u32,
+    options: CodegenOptions,
+    bug: PlantedReductionBug,
+) -> Result<GeneratedKernel> {
+    generate_entry(kernel, schedule, geoms, arch, options, None, bug)
 }
 
 /// Generates the fused-steps kernel: two steps of the time loop whose ping-pong pair is
@@ -104,7 +163,7 @@ pub fn generate(
 ///
 /// # Errors
 /// As [`generate`]; [`ErrorKind::InvalidSchedule`] also when the kernel has an output besides
-/// `pair.output` or the schedule merges points.
+/// `pair.output`, the schedule merges points, or the kernel has reductions.
 pub fn generate_fused(
     kernel: &Kernel,
     schedule: &GpuSchedule,
@@ -125,6 +184,7 @@ pub fn generate_fused(
         arch,
         CodegenOptions::default(),
         Some(pair),
+        PlantedReductionBug::None,
     )
 }
 
@@ -135,9 +195,21 @@ fn generate_entry(
     arch: u32,
     options: CodegenOptions,
     fused: Option<FusedPair>,
+    planted: PlantedReductionBug,
 ) -> Result<GeneratedKernel> {
     check_kernel(kernel)?;
     check_schedule(schedule)?;
+    if kernel.has_reductions() && (fused.is_some() || !is_reduction_schedule(schedule)) {
+        return Err(Error::new(
+            ErrorKind::InvalidSchedule,
+            format!(
+                "kernel `{}` has reductions: the GPU backend computes them with thread-per-point \
+                 blocks of 256 / merge x 1 x 1 threads (merge 1, 2 or 4), one step per launch, \
+                 not {schedule:?}",
+                kernel.name
+            ),
+        ));
+    }
     if geoms.len() != kernel.fields.len() || geoms.iter().any(|g| g.n_dims != kernel.n_dims) {
         return Err(Error::new(
             ErrorKind::BadArgument,
@@ -150,9 +222,16 @@ fn generate_entry(
             ),
         ));
     }
+    check_halos(kernel, geoms)?;
     let mut ctx = Ctx::new(kernel, schedule, geoms, options, fused.is_some())?;
+    ctx.planted = planted;
+    let mut partials = 0;
     let launch = match (fused, schedule.variant) {
         (Some(pair), _) => fused::emit(&mut ctx, pair)?,
+        (None, _) if kernel.has_reductions() => {
+            partials = reduce::partials(ctx.kernel.n_dims, ctx.shape);
+            reduce::emit(&mut ctx)?
+        }
         (None, GpuVariant::ThreadPerPoint) => point::emit(&mut ctx)?,
         (None, GpuVariant::Streaming | GpuVariant::SharedTile) => stream::emit(&mut ctx)?,
     };
@@ -187,11 +266,12 @@ fn generate_entry(
         entry: entry_name,
         launch,
         shared_bytes,
+        partials,
     })
 }
 
-/// Whether the generator can express `kernel` at all: it can, every function included, when
-/// the kernel has 1 to 3 dimensions.
+/// Whether the generator can express `kernel` at all: it can, every function and reductions
+/// included, when the kernel has 1 to 3 dimensions.
 ///
 /// # Errors
 /// [`ErrorKind::BackendUnavailable`] naming what is missing.
@@ -204,6 +284,79 @@ pub fn check_kernel(kernel: &Kernel) -> Result<()> {
                 kernel.name, kernel.n_dims
             ),
         ));
+    }
+    Ok(())
+}
+
+/// Whether `s` is a schedule of the reduction variant: thread per point, one step, no
+/// streaming options, blocks of `block x` x 1 x 1 threads with `block x * merge` = 256
+/// ([`stencil_core::reduce::BLOCK`]), so one thread block covers one reduction block.
+pub fn is_reduction_schedule(s: &GpuSchedule) -> bool {
+    s.variant == GpuVariant::ThreadPerPoint
+        && s.block[1] == 1
+        && s.block[2] == 1
+        && s.stream_chunk == 0
+        && s.unroll == 1
+        && s.time_steps <= 1
+        && matches!(s.merge, 1 | 2 | 4)
+        && u64::from(s.block[0]) * u64::from(s.merge) == stencil_core::reduce::BLOCK as u64
+}
+
+/// Per field (declaration order), per kernel dimension: how far the kernel's reads of it
+/// reach from the point computed (0 for outputs and unread inputs). Every variant reads an
+/// input only at these displacements of interior points (tiles load each input's own
+/// displacement range), so a halo at least this wide keeps every access inside the grid.
+pub fn field_reach(kernel: &Kernel) -> Vec<[u32; 3]> {
+    let mut reach = vec![[0u32; 3]; kernel.fields.len()];
+    for e in &kernel.exprs {
+        if let Expr::Read { field, offset } = e {
+            for (d, r) in reach[field.index()]
+                .iter_mut()
+                .enumerate()
+                .take(kernel.n_dims)
+            {
+                *r = (*r).max(offset.get(d).unsigned_abs());
+            }
+        }
+    }
+    reach
+}
+
+/// Checks every input's halo (every field's, for a kernel that reads an output) against the
+/// reach of the kernel's reads of it ([`field_reach`]): the GPU backends call it before every
+/// launch, so a halo narrower than the code reads is an error, never an access outside a grid.
+///
+/// # Errors
+/// [`ErrorKind::HaloTooNarrow`] naming the input, its halo and the reach; [`ErrorKind::BadArgument`]
+/// when the geometries do not match the kernel's fields.
+pub fn check_halos(kernel: &Kernel, geoms: &[Geometry]) -> Result<()> {
+    if geoms.len() != kernel.fields.len() {
+        return Err(Error::new(
+            ErrorKind::BadArgument,
+            format!(
+                "kernel `{}` has {} fields; {} geometries given",
+                kernel.name,
+                kernel.fields.len(),
+                geoms.len()
+            ),
+        ));
+    }
+    for ((field, reach), g) in kernel.fields.iter().zip(field_reach(kernel)).zip(geoms) {
+        let need = reach.iter().copied().max().unwrap_or(0) as usize;
+        if g.halo < need {
+            return Err(Error::new(
+                ErrorKind::HaloTooNarrow,
+                format!(
+                    "kernel `{}` reads `{}` up to {need} points away (per dimension: {:?}) \
+                     but its grid has a halo of {}: the GPU code would read outside the grid; \
+                     allocate it with a halo of at least {need}",
+                    kernel.name,
+                    field.name,
+                    &reach[..kernel.n_dims],
+                    g.halo
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -313,6 +466,8 @@ pub(crate) struct Ctx<'k> {
     pub(crate) kernel: &'k Kernel,
     pub(crate) schedule: GpuSchedule,
     pub(crate) options: CodegenOptions,
+    /// A bug planted in the reduction variant (tests only).
+    pub(crate) planted: PlantedReductionBug,
     pub(crate) entry_name: String,
     pub(crate) b: EntryBuilder,
     /// Float type of the kernel.
@@ -404,6 +559,7 @@ impl<'k> Ctx<'k> {
             kernel,
             schedule: *schedule,
             options,
+            planted: PlantedReductionBug::None,
             b: EntryBuilder::new(&entry_name),
             entry_name,
             fty,

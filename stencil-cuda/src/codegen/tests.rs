@@ -173,3 +173,68 @@ fn geometry_count_must_match_the_fields() {
     .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BadArgument);
 }
+
+#[test]
+fn field_reach_is_per_field_and_per_dimension() {
+    let k = kernel_2d(None);
+    // u: 1 along dimension 0, 2 along dimension 1; out is never read.
+    assert_eq!(field_reach(&k), vec![[1, 2, 0], [0, 0, 0]]);
+    let shape = [10, 20];
+    let h1 = Geometry::new(&shape, 1, 8).unwrap();
+    let h2 = Geometry::new(&shape, 2, 8).unwrap();
+    assert!(check_halos(&k, &[h2, h1]).is_ok());
+    let err = check_halos(&k, &[h1, h2]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::HaloTooNarrow);
+    assert!(err.message().contains("`u`"), "{err}");
+}
+
+#[test]
+fn the_reduction_entry_has_two_barriers_and_a_partials_parameter_per_reduction() {
+    let mut b = KernelBuilder::new("dot", 2, ElemType::F32);
+    let x = b.input("x");
+    let y = b.input("y");
+    let s = b.reduction("s", stencil_core::ir::ReduceOp::Sum);
+    let m = b.reduction("m", stencil_core::ir::ReduceOp::Min);
+    let a = b.read(x, &[0, 0]);
+    let c = b.read(y, &[0, 0]);
+    let p = b.mul(a, c);
+    b.reduce(s, p);
+    b.reduce(m, a);
+    let k = b.finish().expect("valid kernel");
+    let schedule = GpuSchedule {
+        block: [256, 1, 1],
+        ..GpuSchedule::default()
+    };
+    let g = generate(
+        &k,
+        &schedule,
+        &geoms(&k, &[3, 600], 0),
+        80,
+        Default::default(),
+    )
+    .expect("generate");
+    let entry = &g.module.entries[0];
+    assert_eq!(entry.params.len(), 4, "two fields, two partials buffers");
+    let barriers = entry
+        .body
+        .iter()
+        .filter(|s| matches!(s, crate::ptx::Statement::Inst(None, Inst::BarSync)))
+        .count();
+    assert_eq!(barriers, 2);
+    assert_eq!(g.launch.grid, [3, 3, 1]);
+    assert_eq!(g.partials, 9);
+    let (block, lanes) = (stencil_core::reduce::BLOCK, stencil_core::reduce::LANES);
+    assert_eq!(g.shared_bytes, (2 * (block + lanes) * 4) as u64);
+    // Schedules other than the reduction variant's are refused.
+    for bad in [
+        GpuSchedule::default(),
+        GpuSchedule {
+            block: [256, 1, 1],
+            merge: 2,
+            ..GpuSchedule::default()
+        },
+    ] {
+        let err = generate(&k, &bad, &geoms(&k, &[3, 600], 0), 80, Default::default()).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidSchedule, "{bad:?}");
+    }
+}

@@ -108,6 +108,13 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
         crate::steps::drive(&mut memory, arch, job, schedule, steps)
     }
 
+    fn supports_reductions(&self) -> bool {
+        true
+    }
+
+    /// Uploads the job's grids, launches, downloads the outputs; for a kernel with reductions
+    /// also downloads each thread block's value and combines them on the host in the order
+    /// of [`stencil_core::reduce`].
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()> {
         let Schedule::Gpu(schedule) = schedule else {
             return Err(Error::new(
@@ -118,7 +125,16 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
         let device = self.device()?;
         let kernel = job.kernel();
         let geoms = crate::emulated::field_geometries(job);
+        crate::codegen::check_halos(kernel, &geoms)?;
         let loaded = device.function(kernel, schedule, &geoms)?;
+        if job.shape().contains(&0) {
+            // No point: nothing to store, every reduction combines nothing.
+            for (r, red) in kernel.reductions.iter().enumerate() {
+                job.set_reduction(r, stencil_core::reduce::identity(red.op));
+            }
+            return Ok(());
+        }
+        let partials = device.partial_buffers::<T>(kernel.reductions.len(), loaded.partials)?;
         let s = &device.stream;
         let (inputs, outputs, params) = job.parts_mut();
         let ins: Vec<CudaSlice<T>> = inputs
@@ -153,16 +169,26 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
             for p in params {
                 builder.arg(p);
             }
-            // SAFETY: as in `CudaDevice::run`: arguments match the entry's parameters, the
-            // buffers hold whole grids of the geometries the code was generated for (the job
-            // validated shapes and halos), and outputs are distinct buffers.
+            for buf in &partials {
+                builder.arg(buf);
+            }
+            // SAFETY: as in `CudaDevice::run`: arguments match the entry's parameters (fields,
+            // scalars, one partials buffer per reduction of the length the generator gave),
+            // the buffers hold whole grids of the geometries the code was generated for (the
+            // job validated shapes, `check_halos` every input's halo against its reads), and
+            // outputs are distinct buffers.
             unsafe { builder.launch(config) }.map_err(driver_error("kernel launch"))?;
         }
         for (buf, view) in outs.iter().zip(outputs.iter_mut()) {
             s.memcpy_dtoh(buf, &mut *view.data)
                 .map_err(driver_error("download"))?;
         }
-        device.synchronize()
+        let values = device.finish_partials(kernel, &partials, loaded.partials)?;
+        device.synchronize()?;
+        for (r, value) in values.into_iter().enumerate() {
+            job.set_reduction(r, value);
+        }
+        Ok(())
     }
 }
 

@@ -27,7 +27,7 @@ use stencil_core::grid::Grid;
 use stencil_core::hash::{KernelHash, structural_hash};
 use stencil_core::ir::{Kernel, Role};
 use stencil_core::schedule::GpuSchedule;
-use stencil_core::{Element, Error, ErrorKind, Geometry, Result, Stencil, analysis};
+use stencil_core::{Element, Error, ErrorKind, Geometry, Result, Stencil};
 
 use crate::caps::DeviceCaps;
 use crate::codegen::{self, CodegenOptions, LaunchDims};
@@ -79,6 +79,8 @@ struct CacheKey {
 struct Loaded {
     function: CudaFunction,
     launch: LaunchDims,
+    /// Block values per reduction ([`codegen::GeneratedKernel::partials`]).
+    partials: usize,
 }
 
 /// One CUDA device: its context and stream, capabilities, and module cache.
@@ -227,9 +229,39 @@ impl CudaDevice {
         let loaded = Loaded {
             function,
             launch: generated.launch,
+            partials: generated.partials,
         };
         cache.insert(key, loaded.clone());
         Ok(loaded)
+    }
+
+    /// Zeroed buffers for the block values of `n` reductions of `len` values each.
+    fn partial_buffers<T: GpuElement>(&self, n: usize, len: usize) -> Result<Vec<CudaSlice<T>>> {
+        (0..n)
+            .map(|_| self.stream.alloc_zeros::<T>(len.max(1)))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(driver_error("allocating the reductions' partials"))
+    }
+
+    /// Downloads the block values of `kernel`'s reductions and combines them in the order of
+    /// [`stencil_core::reduce`].
+    fn finish_partials<T: GpuElement>(
+        &self,
+        kernel: &Kernel,
+        buffers: &[CudaSlice<T>],
+        len: usize,
+    ) -> Result<Vec<T>> {
+        let ops: Vec<_> = kernel.reductions.iter().map(|r| r.op).collect();
+        let mut partials = Vec::with_capacity(buffers.len());
+        for buf in buffers {
+            let mut host = vec![T::from_f64(0.0); len.max(1)];
+            self.stream
+                .memcpy_dtoh(buf, &mut host)
+                .map_err(driver_error("downloading the reductions' partials"))?;
+            host.truncate(len);
+            partials.push(host);
+        }
+        Ok(codegen::reduce::finish(&ops, &partials))
     }
 
     /// Runs `stencil` once on device grids: `inputs` and `outputs` in the kernel's declaration
@@ -239,7 +271,10 @@ impl CudaDevice {
     /// # Errors
     /// [`ErrorKind::BadArgument`] / [`ErrorKind::ShapeMismatch`] /
     /// [`ErrorKind::HaloTooNarrow`] for calls that do not fit the kernel (the checks of
-    /// [`Job::new`](stencil_core::Job::new)); a grid of another device; generator and driver errors.
+    /// [`Job::new`](stencil_core::Job::new); each input's halo against the reach of the
+    /// kernel's reads of it); a grid of another device; generator and driver errors;
+    /// [`ErrorKind::BackendUnavailable`] for a kernel with reductions, whose results this
+    /// call has nowhere to put: use [`run_reducing`](Self::run_reducing).
     pub fn run<T: GpuElement, const D: usize>(
         &self,
         stencil: &Stencil<T>,
@@ -248,6 +283,64 @@ impl CudaDevice {
         params: &[T],
         schedule: &GpuSchedule,
     ) -> Result<()> {
+        let kernel = stencil.kernel();
+        if kernel.has_reductions() {
+            return Err(Error::new(
+                ErrorKind::BackendUnavailable,
+                format!(
+                    "kernel `{}` has reductions: run it on device grids with \
+                     `CudaDevice::run_reducing`, which returns their results",
+                    kernel.name
+                ),
+            ));
+        }
+        self.launch_on_grids(stencil, inputs, outputs, params, schedule)
+            .map(drop)
+    }
+
+    /// Runs `stencil` once on device grids, as [`run`](Self::run), and returns the results of
+    /// its reductions in declaration order (empty for a kernel without reductions), combined
+    /// in the order of [`stencil_core::reduce`]: each thread block's value computed on the
+    /// device, the blocks' values combined on the host. Waits for the launch.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run), without the refusal of reductions.
+    pub fn run_reducing<T: GpuElement, const D: usize>(
+        &self,
+        stencil: &Stencil<T>,
+        inputs: &[&DeviceGrid<T, D>],
+        outputs: &mut [&mut DeviceGrid<T, D>],
+        params: &[T],
+        schedule: &GpuSchedule,
+    ) -> Result<Vec<T>> {
+        let kernel = stencil.kernel();
+        let Some((buffers, len)) =
+            self.launch_on_grids(stencil, inputs, outputs, params, schedule)?
+        else {
+            // An empty interior: every reduction combines nothing.
+            return Ok(kernel
+                .reductions
+                .iter()
+                .map(|r| stencil_core::reduce::identity(r.op))
+                .collect());
+        };
+        let values = self.finish_partials(kernel, &buffers, len)?;
+        self.synchronize()?;
+        Ok(values)
+    }
+
+    /// The launch of [`run`](Self::run) and [`run_reducing`](Self::run_reducing): returns the
+    /// reductions' partials buffers and their length, `None` when the interior is empty (no
+    /// launch).
+    #[allow(clippy::type_complexity)]
+    fn launch_on_grids<T: GpuElement, const D: usize>(
+        &self,
+        stencil: &Stencil<T>,
+        inputs: &[&DeviceGrid<T, D>],
+        outputs: &mut [&mut DeviceGrid<T, D>],
+        params: &[T],
+        schedule: &GpuSchedule,
+    ) -> Result<Option<(Vec<CudaSlice<T>>, usize)>> {
         let kernel = stencil.kernel();
         check_call(kernel, inputs, outputs, params.len())?;
         for g in inputs
@@ -279,7 +372,12 @@ impl CudaDevice {
                 })
                 .collect()
         };
+        codegen::check_halos(kernel, &geoms)?;
         let loaded = self.function(kernel, schedule, &geoms)?;
+        if geoms[0].interior().contains(&0) {
+            return Ok(None);
+        }
+        let partials = self.partial_buffers::<T>(kernel.reductions.len(), loaded.partials)?;
         let config = LaunchConfig {
             grid_dim: loaded.launch.grid.into(),
             block_dim: loaded.launch.block.into(),
@@ -301,13 +399,19 @@ impl CudaDevice {
         for p in params {
             builder.arg(p);
         }
+        for buf in &partials {
+            builder.arg(buf);
+        }
         // SAFETY: the arguments match the entry's parameters exactly (one device pointer per
-        // field in declaration order, then the scalars of the kernel's element type), and the
-        // code was generated for these very geometries, whose storage the buffers hold in
-        // full; every access of the generated code stays inside interior plus halo, and
-        // outputs (distinct `&mut` buffers) are written at interior points only.
+        // field in declaration order, then the scalars of the kernel's element type, then one
+        // partials buffer per reduction of `loaded.partials` elements, as the generator
+        // declared them), and the code was generated for these very geometries, whose storage
+        // the buffers hold in full; every input's halo covers the reach of its reads
+        // (`check_halos`), so every access stays inside interior plus halo; outputs (distinct
+        // `&mut` buffers) are written at interior points only, partials at indices below
+        // their length.
         unsafe { builder.launch(config) }.map_err(driver_error("kernel launch"))?;
-        Ok(())
+        Ok(Some((partials, loaded.partials)))
     }
 
     /// Measured device-to-device copy bandwidth in bytes per second (reads plus writes), the
@@ -393,8 +497,16 @@ fn check_call<T: GpuElement, const D: usize>(
             format!("kernel `{}` computes in {}", kernel.name, kernel.elem()),
         ));
     }
-    let shape = outputs[0].shape;
-    let radius = analysis::radius(kernel).max() as usize;
+    let Some(shape) = outputs
+        .first()
+        .map(|g| g.shape)
+        .or_else(|| inputs.first().map(|g| g.shape))
+    else {
+        return Err(Error::new(
+            ErrorKind::BadArgument,
+            format!("kernel `{}` takes no grid", kernel.name),
+        ));
+    };
     for g in inputs.iter().copied().chain(outputs.iter().map(|g| &**g)) {
         if g.shape != shape {
             return Err(Error::new(
@@ -403,17 +515,7 @@ fn check_call<T: GpuElement, const D: usize>(
             ));
         }
     }
-    for g in inputs {
-        if g.geom.halo < radius {
-            return Err(Error::new(
-                ErrorKind::HaloTooNarrow,
-                format!(
-                    "kernel `{}` reads {radius} points away; a device grid has a halo of {}",
-                    kernel.name, g.geom.halo
-                ),
-            ));
-        }
-    }
+    // Halos: `codegen::check_halos` on the geometries, per input against its own reach.
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Lowering: source text against kernels built by hand through `KernelBuilder`, and verifier
 //! errors mapped back to the offending tokens.
 
-use stencil_core::{BinaryOp, CmpOp, ElemType, KernelBuilder, LogicOp, Role, UnaryOp};
+use stencil_core::{BinaryOp, CmpOp, ElemType, KernelBuilder, LogicOp, ReduceOp, Role, UnaryOp};
 
 use crate::testing::{lowered, one_error, pipeline};
 
@@ -147,8 +147,20 @@ fn verifier_errors_point_at_the_offending_token() {
         pair("`u` is an input and cannot be written", "u[i, j, k]")
     );
     assert_eq!(
-        one_error(&k3("out[i, j, k] = out[i, j, k] + u[i, j, k];")),
-        pair("`out` is an output and cannot be read", "out[i, j, k]")
+        one_error(&k3("out[i, j, k] = out[i, j + 1, k] + u[i, j, k];")),
+        pair(
+            "`out` is an output: it can be read only at its own point (offset zero), for an \
+             in-place update",
+            "out[i, j + 1, k]"
+        )
+    );
+    assert_eq!(
+        one_error(&k3("out[i, j, k] = u[i, j, k]; let v = out[i, j, k];")),
+        pair(
+            "`out` is read after this kernel writes it, where a read gives the value from \
+             before the sweep: keep the value in a `let` and use that",
+            "out[i, j, k]"
+        )
     );
     assert_eq!(
         one_error(&k3("out[i, j, k] = u[i, j + 9, k];")),
@@ -201,7 +213,7 @@ fn verifier_errors_point_at_the_offending_token() {
         errors,
         [
             pair("the kernel has no statements", "{ }"),
-            pair("the kernel declares no output field", "k")
+            pair("the kernel declares no output field and no reduction", "k")
         ]
     );
 }
@@ -250,9 +262,9 @@ fn placeholders_do_not_add_verifier_cascades() {
     );
     // But independent verifier errors are still reported alongside validation errors.
     let (_, errors) =
-        pipeline("fn k(u: &Grid1<f64>, out: &mut Grid1<f64>) { out[i] = out[i] + u[i + c]; }");
+        pipeline("fn k(u: &Grid1<f64>, out: &mut Grid1<f64>) { out[i] = out[i - 1] + u[i + c]; }");
     let texts: Vec<&str> = errors.iter().map(|(_, t)| t.as_str()).collect();
-    assert_eq!(texts, ["c", "out[i]"]);
+    assert_eq!(texts, ["c", "out[i - 1]"]);
 }
 
 #[test]
@@ -279,4 +291,96 @@ fn else_if_chains_nest_selects_and_braced_dimension_counts_are_accepted() {
     let value = b.select(below, zero, inner);
     b.store(out, value);
     assert_eq!(kernel, b.finish().unwrap());
+}
+
+#[test]
+fn reductions_lower_to_reduce_statements() {
+    let kernel = lowered(
+        "fn extremes(u: &Grid2<f32>, lo: &mut Min<f32>, c: f32, hi: &mut Max<f32>, s: &mut Sum<f32>) {
+            let v = u[i, j] * c;
+            hi = max(hi, v);
+            lo = min(u[i, j + 1], lo);
+            s += v * v;
+        }",
+    );
+    let mut b = KernelBuilder::new("extremes", 2, ElemType::F32);
+    b.index_names(&["i", "j"]);
+    let u = b.input("u");
+    let c = b.param("c");
+    let lo = b.reduction("lo", ReduceOp::Min);
+    let hi = b.reduction("hi", ReduceOp::Max);
+    let s = b.reduction("s", ReduceOp::Sum);
+    let read = b.read(u, &[0, 0]);
+    let c = b.param_ref(c);
+    let value = b.mul(read, c);
+    let v = b.let_("v", value);
+    let v1 = b.let_ref(v);
+    b.reduce(hi, v1);
+    let right = b.read(u, &[0, 1]);
+    b.reduce(lo, right);
+    let v2 = b.let_ref(v);
+    let v3 = b.let_ref(v);
+    let square = b.mul(v2, v3);
+    b.reduce(s, square);
+    assert_eq!(kernel, b.finish().unwrap());
+}
+
+#[test]
+fn reduction_verifier_errors_point_at_the_reduction() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "fn k(u: &Grid1<f64>, s: &mut Sum<f64>) { s += u[i]; s += 2.0 * u[i]; }",
+            "reduction `s` is given a value more than once",
+            "s",
+        ),
+        (
+            "fn k(u: &Grid1<f64>, out: &mut Grid1<f64>, s: &mut Sum<f64>) { out[i] = u[i]; }",
+            "reduction `s` is never given a value",
+            "s",
+        ),
+        (
+            "fn k(u: &Grid1<f64>, out: &mut Grid1<f64>, s: &mut Sum<f64>) { out[i] = u[i]; s += out[i]; }",
+            "`out` is read after this kernel writes it, where a read gives the value from \
+             before the sweep: keep the value in a `let` and use that",
+            "out[i]",
+        ),
+        (
+            "fn k(u: &Grid1<f64>, s: &mut Sum<f64>) { s += u[i] < 1.0; }",
+            "expected a number, found a condition",
+            "u[i] < 1.0",
+        ),
+        (
+            "fn k(c: f64, s: &mut Sum<f64>) { s += c; }",
+            "the kernel declares no grid",
+            "k",
+        ),
+        (
+            "fn k(u: &Grid1<f64>, s: &mut Sum<f64>, s: &mut Max<f64>) { s += u[i]; }",
+            "the name `s` is declared twice",
+            "s",
+        ),
+    ];
+    for &(source, message, text) in cases {
+        assert_eq!(one_error(source), pair(message, text), "{source}");
+    }
+    // The second statement of a twice-given reduction is the one reported.
+    let source = "fn k(u: &Grid1<f64>, s: &mut Sum<f64>) { s += u[i]; s += 2.0 * u[i]; }";
+    let errors = crate::compile(source).unwrap_err();
+    assert_eq!(errors[0].column, source.find("s += 2.0").unwrap() + 1);
+}
+
+#[test]
+fn a_kernel_with_reductions_cannot_rotate() {
+    let source = "#[rotate(out -> u)]\n\
+                  fn k(u: &Grid1<f64>, out: &mut Grid1<f64>, s: &mut Sum<f64>) { out[i] = u[i]; s += u[i]; }";
+    let errors = crate::compile(source).unwrap_err();
+    assert_eq!(
+        errors,
+        [crate::SourceError {
+            line: 1,
+            column: 1,
+            message: "a kernel with reductions cannot be a time loop; call it once per step"
+                .to_string()
+        }]
+    );
 }

@@ -10,7 +10,8 @@ use stencil_core::{BinaryOp, CmpOp, LogicOp};
 use super::{BinaryOperator, Expr, ExprKind, Index, IndexKind, Stmt};
 use crate::diagnostic::{Diagnostics, SpanRange};
 
-const STATEMENT_FORMS: &str = "a kernel statement is `let name = value;` or `out[i, ...] = value;`";
+const STATEMENT_FORMS: &str = "a kernel statement is `let name = value;`, `out[i, ...] = value;` \
+     or a reduction's `s += value;` / `m = min(m, value);`";
 const LOOPS: &str = "loops are not supported: the body already runs once per grid point";
 
 /// The statements of a body; unsupported ones are reported and dropped.
@@ -30,6 +31,17 @@ fn build_stmt(statement: &syn::Stmt, diagnostics: &mut Diagnostics) -> Option<St
                 syn::Expr::ForLoop(e) => diagnostics.error_at(&e.for_token, LOOPS),
                 syn::Expr::While(e) => diagnostics.error_at(&e.while_token, LOOPS),
                 syn::Expr::Loop(e) => diagnostics.error_at(&e.loop_token, LOOPS),
+                syn::Expr::Binary(e)
+                    if matches!(e.op, syn::BinOp::AddAssign(_))
+                        && plain_name(&e.left).is_some() =>
+                {
+                    return plain_name(&e.left).map(|target| Stmt::AddAssign {
+                        target,
+                        op: SpanRange::of(&e.op),
+                        whole: SpanRange::of(e),
+                        value: build_expr(&e.right, diagnostics),
+                    });
+                }
                 syn::Expr::Binary(e) if is_compound_assignment(&e.op) => diagnostics.error_at(
                     &e.op,
                     "compound assignment is not supported: write `out[i, ...] = value;`",
@@ -134,13 +146,21 @@ fn build_store(assign: &syn::ExprAssign, diagnostics: &mut Diagnostics) -> Optio
                 value,
             })
         }
-        _ => {
-            diagnostics.error(
-                lhs,
-                "only a grid point can be assigned, as in `out[i, j] = value;`",
-            );
-            None
-        }
+        left => match plain_name(left) {
+            // A `Min` or `Max` reduction's `m = min(m, value);`, or a mistake `validate` names.
+            Some(target) => Some(Stmt::AssignName {
+                target,
+                whole: SpanRange::of(assign),
+                value,
+            }),
+            None => {
+                diagnostics.error(
+                    lhs,
+                    "only a grid point can be assigned, as in `out[i, j] = value;`",
+                );
+                None
+            }
+        },
     }
 }
 
@@ -502,7 +522,14 @@ mod tests {
             "items cannot be declared inside a kernel"
         );
         assert_eq!(one_error("println!(\"hi\");").1, "println!(\"hi\");");
-        assert_eq!(one_error("x = 1.0;").1, "x");
+        assert_eq!(one_error("x.y = 1.0;").1, "x.y");
+        assert_eq!(one_error("s -= 1.0;").1, "-=");
+    }
+
+    #[test]
+    fn reduction_statements_build_without_errors() {
+        // Whether the names are reductions is `validate`'s concern.
+        assert_eq!(errors_of("s += u[i, j]; m = min(m, u[i, j]); x = 1.0;"), []);
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub use helper::{Helper, build as build_helper};
 pub use rotate::{Rotate, check as check_rotate};
 
 use proc_macro2::{Ident, Span};
-use stencil_core::{BinaryOp, CmpOp, ElemType, LogicOp};
+use stencil_core::{BinaryOp, CmpOp, ElemType, LogicOp, ReduceOp};
 
 use crate::diagnostic::{Diagnostics, SpanRange};
 use crate::parse::KernelItem;
@@ -60,6 +60,13 @@ pub enum ArgKind {
     },
     /// A scalar: its type (`None` when it is not `f32`/`f64`) and where it is written.
     Scalar(ElemSpec),
+    /// A reduction: `&mut Sum<T>`, `&mut Min<T>` or `&mut Max<T>`.
+    Reduction {
+        /// How its points' values combine (the type's name).
+        op: ReduceOp,
+        /// Its element type.
+        elem: ElemSpec,
+    },
     /// Something that is neither (already reported).
     Invalid,
 }
@@ -93,6 +100,27 @@ pub enum Stmt {
         /// The range of the whole left-hand side.
         lhs: SpanRange,
         /// The value written.
+        value: Expr,
+    },
+    /// `s += value;`: a value for a `Sum` reduction (or a mistake on another name).
+    AddAssign {
+        /// The name before `+=`.
+        target: Ident,
+        /// The `+=` operator.
+        op: SpanRange,
+        /// The range of the whole statement's expression.
+        whole: SpanRange,
+        /// The value added.
+        value: Expr,
+    },
+    /// `name = value;` with a plain name: `m = min(m, value);` for a `Min` or `Max` reduction
+    /// (or a mistake).
+    AssignName {
+        /// The name assigned.
+        target: Ident,
+        /// The range of the whole assignment.
+        whole: SpanRange,
+        /// The value assigned, as written (`min(m, value)` for a reduction).
         value: Expr,
     },
 }

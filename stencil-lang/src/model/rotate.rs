@@ -96,10 +96,18 @@ fn chain(input: ParseStream<'_>) -> syn::Result<Vec<Ident>> {
 }
 
 /// Reports, at the names concerned, what core's [`Rotation::check`] finds wrong with
-/// `rotate` for the lowered `kernel`.
+/// `rotate` for the lowered `kernel`; a kernel with reductions cannot rotate at all (reported
+/// at the attribute).
 ///
 /// [`Rotation::check`]: stencil_core::Rotation::check
 pub fn check(rotate: &Rotate, kernel: &stencil_core::Kernel, diagnostics: &mut Diagnostics) {
+    if kernel.has_reductions() {
+        diagnostics.error(
+            rotate.range,
+            "a kernel with reductions cannot be a time loop; call it once per step",
+        );
+        return;
+    }
     if let Err(errors) = stencil_core::Rotation::check(kernel, &rotate.names()) {
         for e in errors {
             let range = rotate

@@ -1,11 +1,12 @@
 //! The kernel's signature: which parameters are grids (and of what shape) and which scalars.
 //!
 //! Recognises `&GridN<T>`, `&Grid<T, N>` (optionally behind a path such as `stencil::Grid3`)
-//! with `&mut` for outputs, and bare types for scalars. Whether element types and dimension
+//! with `&mut` for outputs, reductions `&mut Sum<T>`, `&mut Min<T>` and `&mut Max<T>` (any path
+//! prefix), and bare types for scalars. Whether element types and dimension
 //! counts agree across parameters is [`validate`](crate::validate)'s concern.
 
 use quote::ToTokens;
-use stencil_core::ElemType;
+use stencil_core::{ElemType, ReduceOp};
 
 use super::{Arg, ArgKind, ElemSpec};
 use crate::diagnostic::{Diagnostics, SpanRange};
@@ -70,7 +71,34 @@ fn build_arg(typed: &syn::PatType, diagnostics: &mut Diagnostics) -> Option<Arg>
     })
 }
 
+/// What to write for a reduction of type `op`.
+fn reduction_hint(op: ReduceOp) -> String {
+    format!(
+        "a reduction is passed by mutable reference, as in `&mut {}<f64>`",
+        op.type_name()
+    )
+}
+
 fn arg_kind(ty: &syn::Type, diagnostics: &mut Diagnostics) -> ArgKind {
+    let reduction = match strip_groups(ty) {
+        syn::Type::Reference(reference) => {
+            reduction_type(&reference.elem).map(|found| (found, reference.mutability.is_some()))
+        }
+        other => reduction_type(other).map(|found| (found, false)),
+    };
+    match reduction {
+        Some((Ok((op, elem)), true)) => return ArgKind::Reduction { op, elem },
+        Some((Ok((op, elem)), false)) => {
+            // Still a reduction, so its uses and the stub's signature make sense.
+            diagnostics.error_at(ty, reduction_hint(op));
+            return ArgKind::Reduction { op, elem };
+        }
+        Some((Err(error), _)) => {
+            diagnostics.error(error.0, error.1);
+            return ArgKind::Invalid;
+        }
+        None => {}
+    }
     match strip_groups(ty) {
         syn::Type::Reference(reference) => match grid_type(&reference.elem) {
             Some(Ok((elem, dims))) => ArgKind::Field {
@@ -171,6 +199,36 @@ fn grid_type(ty: &syn::Type) -> Option<Result<GridType, (SpanRange, String)>> {
     }
 }
 
+/// `Some` when `ty` names a reduction type (`Sum<T>`, `Min<T>` or `Max<T>`, any path prefix):
+/// its operation and element type, or the error in its generic arguments.
+fn reduction_type(ty: &syn::Type) -> Option<Result<(ReduceOp, ElemSpec), (SpanRange, String)>> {
+    let syn::Type::Path(path) = strip_groups(ty) else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
+    let last = path.path.segments.last()?;
+    let op = ReduceOp::from_type_name(&last.ident.to_string())?;
+    let wrong = || {
+        Some(Err((
+            SpanRange::of(last),
+            format!(
+                "expected one type argument, as in `{}<f64>`",
+                op.type_name()
+            ),
+        )))
+    };
+    let syn::PathArguments::AngleBracketed(generic) = &last.arguments else {
+        return wrong();
+    };
+    let args: Vec<_> = generic.args.iter().collect();
+    match args.as_slice() {
+        [syn::GenericArgument::Type(elem)] => Some(Ok((op, elem_spec(elem)))),
+        _ => wrong(),
+    }
+}
+
 fn dims_literal(arg: &syn::GenericArgument) -> Option<usize> {
     let expr = match arg {
         syn::GenericArgument::Const(expr) => expr,
@@ -203,6 +261,7 @@ mod tests {
                 format!("field out={output} {:?} {}", elem.elem, dims.0)
             }
             ArgKind::Scalar(elem) => format!("scalar {:?}", elem.elem),
+            ArgKind::Reduction { op, elem } => format!("reduction {op:?} {:?}", elem.elem),
             ArgKind::Invalid => "invalid".into(),
         }
     }
@@ -271,5 +330,57 @@ mod tests {
             ]
         );
         assert_eq!(model.args.len(), 4);
+    }
+
+    #[test]
+    fn recognises_reductions_and_reports_them_passed_otherwise() {
+        let (model, diagnostics) = model_of(
+            "fn k(u: &Grid1<f64>, s: &mut Sum<f64>, lo: &mut stencil::Min<f32>, \
+             hi: &mut ::stencil::prelude::Max<i32>) {}",
+        );
+        assert!(diagnostics.is_empty());
+        let kinds: Vec<_> = model.args.iter().map(|a| describe(&a.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                "field out=false Some(F64) 1",
+                "reduction Sum Some(F64)",
+                "reduction Min Some(F32)",
+                "reduction Max None",
+            ]
+        );
+        let source = "fn k(a: &Sum<f64>, b: Max<f64>, c: &mut Min, d: &mut Sum<f64, 2>) {}";
+        let (model, diagnostics) = model_of(source);
+        assert_eq!(
+            summary(source, &diagnostics),
+            [
+                (
+                    "a reduction is passed by mutable reference, as in `&mut Sum<f64>`".to_string(),
+                    "&Sum<f64>"
+                ),
+                (
+                    "a reduction is passed by mutable reference, as in `&mut Max<f64>`".to_string(),
+                    "Max<f64>"
+                ),
+                (
+                    "expected one type argument, as in `Min<f64>`".to_string(),
+                    "Min"
+                ),
+                (
+                    "expected one type argument, as in `Sum<f64>`".to_string(),
+                    "Sum<f64, 2>"
+                ),
+            ]
+        );
+        let kinds: Vec<_> = model.args.iter().map(|a| describe(&a.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                "reduction Sum Some(F64)",
+                "reduction Max Some(F64)",
+                "invalid",
+                "invalid"
+            ]
+        );
     }
 }

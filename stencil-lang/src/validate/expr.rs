@@ -64,6 +64,9 @@ impl Context<'_> {
                 self.degraded = true;
                 return CheckedExprKind::Invalid;
             }
+            Some(Binding::Reduction(_)) => self
+                .diagnostics
+                .error_at(ident, format!("reduction `{name}` cannot be read")),
             Some(Binding::Field(..)) => {
                 let point = self.point_of(&name);
                 self.diagnostics.error_at(
@@ -118,6 +121,11 @@ impl Context<'_> {
             }
             Some(Binding::Param(_)) => "a parameter",
             Some(Binding::Let(_) | Binding::Const(_)) => "a temporary",
+            Some(Binding::Reduction(_)) => {
+                self.diagnostics
+                    .error_at(base, format!("reduction `{name}` cannot be read"));
+                return CheckedExprKind::Invalid;
+            }
             None => {
                 self.diagnostics
                     .error_at(base, format!("unknown grid `{name}`"));

@@ -216,7 +216,7 @@ impl Context<'_> {
                 Binding::Const(v) => K::Const(v),
                 Binding::Param(p) => K::Param(p),
                 Binding::Let(l) => K::Let(l),
-                Binding::Field(..) | Binding::Invalid => K::Invalid,
+                Binding::Field(..) | Binding::Reduction(_) | Binding::Invalid => K::Invalid,
             })
         };
         let denominator = if op == Operator::First {

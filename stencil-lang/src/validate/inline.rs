@@ -156,6 +156,7 @@ impl Context<'_> {
                 return None;
             }
             Some(Binding::Param(_)) => "a parameter",
+            Some(Binding::Reduction(_)) => "a reduction",
             Some(Binding::Let(_) | Binding::Const(_)) => "a temporary",
             None => {
                 self.diagnostics

@@ -4,7 +4,9 @@
 //! unknown names and functions, index variables that are misnamed, reordered or offset by
 //! something other than an integer constant, wrong index counts, writes at an offset,
 //! parameter types that are not floats, grids whose dimension count differs from the
-//! kernel's. Everything the IR *can* express (writing an input, reading an output, radius,
+//! kernel's, reductions read, given a value by the wrong statement (`s += v;` for a `Sum`,
+//! `m = min(m, v);` / `m = max(m, v);` for a `Min` / `Max`) or declared with another element
+//! type than the kernel's (the builder gives a reduction the kernel's). Everything the IR *can* express (writing an input, reading an output, radius,
 //! duplicate names, mixed element types, outputs written twice or never, an empty body) is
 //! left to the verifier, run by [`lower`](crate::lower), so a valid kernel is defined once.
 //!
@@ -13,6 +15,10 @@
 //! value parameters and `let`s bound to `let`s of the kernel, placed before the statement that
 //! makes the call), with the caller's index variables. Finite-difference operators expand
 //! here likewise ([`finite_difference`]).
+//!
+//! The index variables are those the first store names; a kernel without stores (only
+//! reductions) takes them from its first read that names one variable per dimension, else
+//! `i, j, k, l`.
 //!
 //! Every problem is reported; the result is always a [`CheckedKernel`], with placeholders
 //! where something could not be resolved.
@@ -27,12 +33,15 @@ pub use helpers::{Helpers, check as check_helpers};
 
 use std::collections::HashMap;
 
-use stencil_core::{ElemType, MAX_DIMS, Role};
+use proc_macro2::Ident;
+use stencil_core::{ElemType, MAX_DIMS, ReduceOp, Role, VerifyErrorKind};
 use syn::ext::IdentExt;
 
-use crate::checked::{CheckedKernel, CheckedStmt, FieldDecl, ParamDecl};
+use crate::checked::{
+    CheckedExpr, CheckedExprKind, CheckedKernel, CheckedStmt, FieldDecl, ParamDecl, ReductionDecl,
+};
 use crate::diagnostic::{Diagnostics, SpanRange};
-use crate::model::{self, ArgKind, IndexKind};
+use crate::model::{self, ArgKind, ExprKind, IndexKind};
 
 /// What a name in the body refers to.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +49,8 @@ enum Binding {
     /// A grid (a kernel's, or a helper's grid parameter: the caller's grid, shifted).
     Field(usize, Shift),
     Param(usize),
+    /// A reduction (written by its statement only, never read).
+    Reduction(usize),
     Let(usize),
     /// A helper's value parameter given a constant.
     Const(f64),
@@ -70,6 +81,9 @@ struct Context<'d> {
     /// Index variable names from the first store, when it names them properly.
     index_names: Option<Vec<String>>,
     fields: Vec<FieldDecl>,
+    reductions: Vec<ReductionDecl>,
+    /// The kernel's element type.
+    elem: ElemType,
     scope: HashMap<String, Binding>,
     n_lets: usize,
     degraded: bool,
@@ -94,16 +108,27 @@ pub fn check(
         _ => None,
     });
     let (n_dims, dims_range) = first_field.map_or((1, name_range), |(_, _, dims)| *dims);
-    let elem_from = kernel.args.iter().find_map(|a| match &a.kind {
-        ArgKind::Field { elem, .. } | ArgKind::Scalar(elem) => elem.elem.map(|e| (e, a)),
-        ArgKind::Invalid => None,
-    });
+    let elem_from = kernel
+        .args
+        .iter()
+        .find_map(|a| match &a.kind {
+            ArgKind::Field { elem, .. } | ArgKind::Scalar(elem) => elem.elem.map(|e| (e, a)),
+            ArgKind::Reduction { .. } | ArgKind::Invalid => None,
+        })
+        .or_else(|| {
+            kernel.args.iter().find_map(|a| match &a.kind {
+                ArgKind::Reduction { elem, .. } => elem.elem.map(|e| (e, a)),
+                _ => None,
+            })
+        });
     let elem = elem_from.map_or(ElemType::F64, |(e, _)| e);
 
     let mut context = Context {
         n_dims,
         index_names: None,
         fields: Vec::new(),
+        reductions: Vec::new(),
+        elem,
         scope: HashMap::new(),
         n_lets: 0,
         degraded: false,
@@ -114,6 +139,17 @@ pub fn check(
     };
     let params = context.declare_args(kernel, elem, elem_from.is_some(), first_field.map(|f| f.0));
     context.index_names = context.index_names_of_first_store(&kernel.body);
+    if context.index_names.is_none()
+        && !kernel
+            .body
+            .iter()
+            .any(|s| matches!(s, model::Stmt::Store { .. }))
+    {
+        context.index_names = Some(
+            index_names_of_first_read(&kernel.body, n_dims)
+                .unwrap_or_else(|| default_names(n_dims)),
+        );
+    }
     let index_names = context
         .index_names
         .clone()
@@ -134,9 +170,49 @@ pub fn check(
         index_names,
         fields: context.fields,
         params,
+        reductions: context.reductions,
         body,
         degraded: context.degraded,
     }
+}
+
+/// The index variables of the first read in `body` that names `n_dims` distinct ones.
+fn index_names_of_first_read(body: &[model::Stmt], n_dims: usize) -> Option<Vec<String>> {
+    fn first(expr: &model::Expr, n_dims: usize) -> Option<Vec<String>> {
+        match &expr.kind {
+            ExprKind::Access { indices, .. } => {
+                let names: Vec<String> = indices
+                    .iter()
+                    .map(|index| match &index.kind {
+                        IndexKind::Var { var, .. } => Some(var.unraw().to_string()),
+                        IndexKind::NonConstant { .. } => None,
+                    })
+                    .collect::<Option<_>>()?;
+                let distinct = names
+                    .iter()
+                    .enumerate()
+                    .all(|(k, name)| !names[..k].contains(name));
+                (names.len() == n_dims && distinct).then_some(names)
+            }
+            ExprKind::Neg(arg) | ExprKind::Not(arg) => first(arg, n_dims),
+            ExprKind::Binary { lhs, rhs, .. } => first(lhs, n_dims).or_else(|| first(rhs, n_dims)),
+            ExprKind::Call { args, .. } => args.iter().find_map(|a| first(a, n_dims)),
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => first(cond, n_dims)
+                .or_else(|| first(then, n_dims))
+                .or_else(|| first(otherwise, n_dims)),
+            ExprKind::Number(_) | ExprKind::Name(_) | ExprKind::Invalid => None,
+        }
+    }
+    body.iter().find_map(|s| match s {
+        model::Stmt::Let { value, .. }
+        | model::Stmt::Store { value, .. }
+        | model::Stmt::AddAssign { value, .. }
+        | model::Stmt::AssignName { value, .. } => first(value, n_dims),
+    })
 }
 
 /// `i, j, k, l` (or `x4`, ... beyond), as the builder names indices by default.
@@ -230,6 +306,37 @@ impl Context<'_> {
                     });
                     self.bind(name, Binding::Param(index));
                 }
+                ArgKind::Reduction { op, elem: spec } => {
+                    match spec.elem {
+                        None => self.diagnostics.error(
+                            spec.range,
+                            if elem_known {
+                                format!(
+                                    "a reduction's element type must be `{elem}`, the kernel's element type"
+                                )
+                            } else {
+                                "a reduction's element type must be `f32` or `f64`".to_string()
+                            },
+                        ),
+                        Some(found) if found != elem => self.diagnostics.error(
+                            spec.range,
+                            VerifyErrorKind::MixedElementTypes {
+                                expected: elem,
+                                found,
+                            }
+                            .to_string(),
+                        ),
+                        Some(_) => {}
+                    }
+                    let index = self.reductions.len();
+                    self.reductions.push(ReductionDecl {
+                        name: name.clone(),
+                        op: *op,
+                        name_range: SpanRange::of(&arg.name),
+                        type_range: spec.range,
+                    });
+                    self.bind(name, Binding::Reduction(index));
+                }
                 ArgKind::Invalid => {
                     self.degraded = true;
                     self.bind(name, Binding::Invalid);
@@ -243,7 +350,9 @@ impl Context<'_> {
     fn index_names_of_first_store(&mut self, body: &[model::Stmt]) -> Option<Vec<String>> {
         let indices = body.iter().find_map(|s| match s {
             model::Stmt::Store { indices, .. } => Some(indices),
-            model::Stmt::Let { .. } => None,
+            model::Stmt::Let { .. }
+            | model::Stmt::AddAssign { .. }
+            | model::Stmt::AssignName { .. } => None,
         })?;
         let mut names: Vec<String> = Vec::new();
         for index in indices {
@@ -297,13 +406,133 @@ impl Context<'_> {
                         value,
                     },
                     // Lowered as a `let` nobody reads, so the value is still verified.
-                    None => CheckedStmt::Let {
-                        name: "_".to_string(),
-                        value,
-                    },
+                    None => unread(value),
                 }
             }
+            model::Stmt::AddAssign {
+                target, op, value, ..
+            } => {
+                let value = self.check_expr(value);
+                match self.reduction_target(target, "+=") {
+                    Some((reduction, ReduceOp::Sum)) => CheckedStmt::Reduce {
+                        reduction,
+                        lhs: SpanRange::of(target),
+                        value,
+                    },
+                    Some((_, other)) => {
+                        let name = target.unraw();
+                        let function = other.type_name().to_lowercase();
+                        self.diagnostics.error(
+                            *op,
+                            format!(
+                                "`{name}` is a `{}` reduction: give it its value with `{name} = {function}({name}, value);`",
+                                other.type_name()
+                            ),
+                        );
+                        unread(value)
+                    }
+                    None => unread(value),
+                }
+            }
+            model::Stmt::AssignName {
+                target,
+                whole,
+                value,
+            } => self.assign_name(target, *whole, value),
         }
+    }
+
+    /// `m = min(m, value);` (or `max` for a `Max` reduction); anything else assigned to a
+    /// plain name is reported.
+    fn assign_name(
+        &mut self,
+        target: &Ident,
+        whole: SpanRange,
+        value: &model::Expr,
+    ) -> CheckedStmt {
+        let invalid = || {
+            unread(CheckedExpr {
+                kind: CheckedExprKind::Invalid,
+                range: value.range,
+            })
+        };
+        let Some((reduction, op)) = self.reduction_target(target, "=") else {
+            return invalid();
+        };
+        let name = target.unraw().to_string();
+        let function = match op {
+            ReduceOp::Sum => {
+                self.diagnostics.error(
+                    whole,
+                    format!(
+                        "`{name}` is a `Sum` reduction: give it its value with `{name} += value;`"
+                    ),
+                );
+                return invalid();
+            }
+            ReduceOp::Min => "min",
+            ReduceOp::Max => "max",
+        };
+        let form = format!(
+            "`{name}` is a `{}` reduction: give it its value with `{name} = {function}({name}, value);`",
+            op.type_name()
+        );
+        let is_target =
+            |arg: &model::Expr| matches!(&arg.kind, ExprKind::Name(ident) if ident.unraw() == name);
+        let ExprKind::Call { func, args } = &value.kind else {
+            self.diagnostics.error(value.range, form);
+            return invalid();
+        };
+        let called = func.unraw().to_string();
+        if called != function && matches!(called.as_str(), "min" | "max") {
+            self.diagnostics.error_at(func, form);
+            return invalid();
+        }
+        let operand = match args.as_slice() {
+            [a, b] if called == function && is_target(a) => b,
+            [a, b] if called == function && is_target(b) => a,
+            _ => {
+                self.diagnostics.error(value.range, form);
+                return invalid();
+            }
+        };
+        CheckedStmt::Reduce {
+            reduction,
+            lhs: SpanRange::of(target),
+            value: self.check_expr(operand),
+        }
+    }
+
+    /// The reduction `target` names in a statement with operator `op` (`+=` or `=`), and its
+    /// operation; `None` after reporting a name that is not a reduction.
+    fn reduction_target(&mut self, target: &Ident, op: &str) -> Option<(usize, ReduceOp)> {
+        let name = target.unraw().to_string();
+        let message = match self.scope.get(&name).copied() {
+            Some(Binding::Reduction(r)) => return Some((r, self.reductions[r].op)),
+            Some(Binding::Invalid) => {
+                self.degraded = true;
+                return None;
+            }
+            Some(Binding::Field(..)) => {
+                let point = self.point_of(&name);
+                format!("`{name}` is a grid, not a reduction: write `{point} = value;`")
+            }
+            Some(Binding::Param(_)) => {
+                format!("`{name}` is a parameter: only output grids and reductions can be written")
+            }
+            Some(Binding::Let(_) | Binding::Const(_)) => {
+                format!("`{name}` is a temporary: only output grids and reductions can be written")
+            }
+            None if op == "+=" => format!(
+                "unknown reduction `{name}`: declare it as a parameter, as in `{name}: &mut Sum<{}>`",
+                self.elem
+            ),
+            None => format!(
+                "unknown name `{name}`: only a grid point (`out[i, j] = value;`) or a reduction can be assigned"
+            ),
+        };
+        self.diagnostics.error_at(target, message);
+        None
     }
 
     /// The field a store writes, after checking its indices are the index variables at
@@ -350,6 +579,18 @@ impl Context<'_> {
                 );
                 None
             }
+            Some(Binding::Reduction(r)) => {
+                let form = match self.reductions[r].op {
+                    ReduceOp::Sum => format!("{name} += value;"),
+                    ReduceOp::Min => format!("{name} = min({name}, value);"),
+                    ReduceOp::Max => format!("{name} = max({name}, value);"),
+                };
+                self.diagnostics.error_at(
+                    target,
+                    format!("`{name}` is a reduction, not a grid: give it its value with `{form}`"),
+                );
+                None
+            }
             Some(Binding::Invalid) => {
                 self.degraded = true;
                 None
@@ -369,6 +610,15 @@ impl Context<'_> {
             .clone()
             .unwrap_or_else(|| default_names(self.n_dims));
         format!("{name}[{}]", names.join(", "))
+    }
+}
+
+/// A statement whose value is checked and verified but read by nobody (the placeholder for a
+/// statement reported as wrong).
+fn unread(value: CheckedExpr) -> CheckedStmt {
+    CheckedStmt::Let {
+        name: "_".to_string(),
+        value,
     }
 }
 

@@ -198,3 +198,153 @@ fn every_independent_mistake_is_reported() {
     let texts: Vec<&str> = errors.iter().map(|(_, t)| t.as_str()).collect();
     assert_eq!(texts, ["q", "c", "cbrt"]);
 }
+
+/// A 2-D kernel with input `u`, output `out`, parameter `c`, reductions `s` (a sum), `lo` (a
+/// minimum) and `hi` (a maximum), around `body` (which must give each reduction its value).
+fn reducing(body: &str) -> String {
+    format!(
+        "fn k(u: &Grid2<f64>, out: &mut Grid2<f64>, c: f64, s: &mut Sum<f64>, \
+         lo: &mut Min<f64>, hi: &mut Max<f64>) {{ {body} }}"
+    )
+}
+
+/// The statements that give `s`, `lo` and `hi` their values, except those that `body`
+/// gives (by name).
+fn rest_of(body: &str) -> String {
+    let mut rest = String::from("out[i, j] = u[i, j];");
+    for (name, statement) in [
+        ("s", " s += u[i, j];"),
+        ("lo", " lo = min(lo, u[i, j]);"),
+        ("hi", " hi = max(hi, u[i, j]);"),
+    ] {
+        if !body.contains(&format!("{name} ")) && !body.contains(&format!("({name},")) {
+            rest.push_str(statement);
+        }
+    }
+    rest
+}
+
+#[test]
+fn reductions_are_given_their_values_by_their_own_statement() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "lo += u[i, j];",
+            "`lo` is a `Min` reduction: give it its value with `lo = min(lo, value);`",
+            "+=",
+        ),
+        (
+            "hi += u[i, j];",
+            "`hi` is a `Max` reduction: give it its value with `hi = max(hi, value);`",
+            "+=",
+        ),
+        (
+            "s = min(s, u[i, j]);",
+            "`s` is a `Sum` reduction: give it its value with `s += value;`",
+            "s = min(s, u[i, j])",
+        ),
+        (
+            "lo = max(lo, u[i, j]);",
+            "`lo` is a `Min` reduction: give it its value with `lo = min(lo, value);`",
+            "max",
+        ),
+        (
+            "hi = u[i, j];",
+            "`hi` is a `Max` reduction: give it its value with `hi = max(hi, value);`",
+            "u[i, j]",
+        ),
+        (
+            "hi = max(u[i, j], c);",
+            "`hi` is a `Max` reduction: give it its value with `hi = max(hi, value);`",
+            "max(u[i, j], c)",
+        ),
+        ("s += s * u[i, j];", "reduction `s` cannot be read", "s"),
+        ("hi = max(hi, hi);", "reduction `hi` cannot be read", "hi"),
+        (
+            "let t = lo + 1.0; lo = min(lo, t);",
+            "reduction `lo` cannot be read",
+            "lo",
+        ),
+        ("s += s[i, j];", "reduction `s` cannot be read", "s"),
+        (
+            "s[i, j] = 1.0; s += u[i, j];",
+            "`s` is a reduction, not a grid: give it its value with `s += value;`",
+            "s",
+        ),
+        (
+            "out += u[i, j]; s += 1.0;",
+            "`out` is a grid, not a reduction: write `out[i, j] = value;`",
+            "out",
+        ),
+        (
+            "t += u[i, j]; s += 1.0;",
+            "unknown reduction `t`: declare it as a parameter, as in `t: &mut Sum<f64>`",
+            "t",
+        ),
+        (
+            "c += u[i, j]; s += 1.0;",
+            "`c` is a parameter: only output grids and reductions can be written",
+            "c",
+        ),
+        (
+            "t = 1.0; s += 1.0;",
+            "unknown name `t`: only a grid point (`out[i, j] = value;`) or a reduction can be assigned",
+            "t",
+        ),
+    ];
+    for &(body, message, text) in cases {
+        let source = reducing(&format!("{body} {}", rest_of(body)));
+        assert_eq!(one_error(&source), pair(message, text), "{body}");
+    }
+}
+
+#[test]
+fn either_argument_order_gives_a_minimum_or_maximum() {
+    let source =
+        reducing("out[i, j] = u[i, j]; s += u[i, j]; lo = min(u[i, j] * c, lo); hi = max(hi, c);");
+    let (kernel, errors) = pipeline(&source);
+    assert_eq!(errors, []);
+    assert_eq!(kernel.unwrap().reductions.len(), 3);
+}
+
+#[test]
+fn reduction_types_are_the_kernels_element_type() {
+    assert_eq!(
+        one_error("fn k(u: &Grid1<f64>, s: &mut Sum<f32>) { s += u[i]; }"),
+        pair(
+            "all fields and parameters of a kernel share one element type: expected `f64`, found `f32`",
+            "f32"
+        )
+    );
+    assert_eq!(
+        one_error("fn k(u: &Grid1<f64>, s: &mut Sum<u8>) { s += u[i]; }"),
+        pair(
+            "a reduction's element type must be `f64`, the kernel's element type",
+            "u8"
+        )
+    );
+    // Passed otherwise than `&mut`: one error, the uses still resolve to the reduction.
+    assert_eq!(
+        one_error("fn k(u: &Grid1<f64>, s: &Sum<f64>) { s += u[i]; }"),
+        pair(
+            "a reduction is passed by mutable reference, as in `&mut Sum<f64>`",
+            "&Sum<f64>"
+        )
+    );
+}
+
+#[test]
+fn a_kernel_without_stores_takes_its_index_variables_from_its_first_read() {
+    let (kernel, errors) =
+        pipeline("fn k(u: &Grid2<f64>, s: &mut Sum<f64>) { s += u[x, y + 1] * u[x - 1, y]; }");
+    assert_eq!(errors, []);
+    assert_eq!(kernel.unwrap().index_names, ["x", "y"]);
+    assert_eq!(
+        one_error("fn k(u: &Grid2<f64>, s: &mut Sum<f64>) { s += u[x, y] * u[i, y]; }"),
+        pair("expected index variable `x`, found `i`", "i")
+    );
+    // Without a read naming them, `i, j, ...`.
+    assert_eq!(
+        one_error("fn k(u: &Grid2<f64>, s: &mut Sum<f64>) { s += u[i, i]; }"),
+        pair("expected index variable `j`, found `i`", "i")
+    );
+}

@@ -26,9 +26,7 @@ pub(super) fn replay_order(kernel: &Kernel) -> Vec<Step> {
     let mut steps = Vec::with_capacity(kernel.exprs.len() + kernel.body.len());
     let mut next_expr = 0;
     for (s, statement) in kernel.body.iter().enumerate() {
-        let value = match *statement {
-            Stmt::Let { value, .. } | Stmt::Store { value, .. } => value.index(),
-        };
+        let value = statement.value().index();
         while next_expr <= value {
             steps.push(Step::Expr(next_expr));
             next_expr += 1;
@@ -47,6 +45,7 @@ fn ident(prefix: &str, index: usize) -> Ident {
 struct Uses {
     fields: Vec<bool>,
     params: Vec<bool>,
+    reductions: Vec<bool>,
     lets: Vec<bool>,
     exprs: Vec<bool>,
 }
@@ -56,6 +55,7 @@ impl Uses {
         let mut uses = Uses {
             fields: vec![false; kernel.fields.len()],
             params: vec![false; kernel.params.len()],
+            reductions: vec![false; kernel.reductions.len()],
             lets: vec![false; kernel.lets.len()],
             exprs: vec![false; kernel.exprs.len()],
         };
@@ -76,6 +76,10 @@ impl Uses {
                 Stmt::Store { field, value } => {
                     uses.exprs[value.index()] = true;
                     uses.fields[field.index()] = true;
+                }
+                Stmt::Reduce { reduction, value } => {
+                    uses.exprs[value.index()] = true;
+                    uses.reductions[reduction.index()] = true;
                 }
             }
         }
@@ -122,6 +126,15 @@ pub(super) fn build_statements(kernel: &Kernel) -> TokenStream {
             uses.params[i],
             &ident("p", i),
             quote!(b.param(#param_name)),
+        ));
+    }
+    for (i, reduction) in kernel.reductions.iter().enumerate() {
+        let reduction_name = &reduction.name;
+        let op = format_ident!("{}", reduction.op.type_name());
+        out.extend(bind(
+            uses.reductions[i],
+            &ident("r", i),
+            quote!(b.reduction(#reduction_name, #p::ReduceOp::#op)),
         ));
     }
     for step in replay_order(kernel) {
@@ -214,6 +227,11 @@ fn stmt_call(kernel: &Kernel, s: usize, uses: &Uses) -> TokenStream {
             let field = ident("f", field.index());
             let value = ident("e", value.index());
             quote!(b.store(#field, #value);)
+        }
+        Stmt::Reduce { reduction, value } => {
+            let reduction = ident("r", reduction.index());
+            let value = ident("e", value.index());
+            quote!(b.reduce(#reduction, #value);)
         }
     }
 }

@@ -145,6 +145,11 @@ impl PublicItems<'_> {
                     Some(e) => elem_type(e).into_token_stream(),
                     None => arg.ty.to_token_stream(),
                 },
+                ArgKind::Reduction { op, elem: declared } => {
+                    let elem = declared.elem.map_or_else(|| elem.clone(), elem_type);
+                    let op = format_ident!("{}", op.type_name());
+                    quote!(&'g mut ::stencil::__private::#op<#elem>)
+                }
                 ArgKind::Invalid => arg.ty.to_token_stream(),
             })
             .collect()
@@ -253,6 +258,13 @@ impl PublicItems<'_> {
         for (arg, ty) in model.args.iter().zip(&types) {
             let name = &arg.name;
             match &arg.kind {
+                ArgKind::Reduction { .. } => {
+                    // Positional, like grids.
+                    let param = if stub { quote!(_) } else { quote!(#name) };
+                    grid_params.push(quote!(#param: #ty));
+                    steps_params.push(quote!(#param: #ty));
+                    call_args.push(quote!(#name));
+                }
                 ArgKind::Field {
                     output,
                     elem: declared,
@@ -381,6 +393,21 @@ pub(crate) fn kernel(model: &model::Kernel, kernel: &Kernel) -> TokenStream {
         .filter(|a| matches!(a.kind, ArgKind::Scalar(_)))
         .map(|a| &a.name);
     let name = &model.name;
+    let elem = elem_type(kernel.elem());
+    let reductions: Vec<&proc_macro2::Ident> = model
+        .args
+        .iter()
+        .filter(|a| matches!(a.kind, ArgKind::Reduction { .. }))
+        .map(|a| &a.name)
+        .collect();
+    // Reductions after the rest of the call, each coerced to the facade's target trait.
+    let with_reductions = (!reductions.is_empty()).then(|| {
+        quote! {
+            .with_reductions(::std::vec![
+                #(#reductions as &mut dyn ::stencil::__private::ReductionTarget<#elem>),*
+            ])
+        }
+    });
     let call = quote! {
         ::stencil::__private::Launch::from_macro(
             #name::stencil(),
@@ -388,8 +415,8 @@ pub(crate) fn kernel(model: &model::Kernel, kernel: &Kernel) -> TokenStream {
             ::std::vec![#(#outputs),*],
             ::std::vec![#(#params),*],
         )
+        #with_reductions
     };
-    let elem = elem_type(kernel.elem());
     let build = builder::build_statements(kernel);
     let stencil_body = quote! {
         static STENCIL: ::stencil::__private::LazyLock<::stencil::__private::Stencil<#elem>> =

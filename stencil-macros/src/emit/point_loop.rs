@@ -9,6 +9,14 @@
 //! the same [`Element`] math functions) the reference interpreter uses, so the two agree bit
 //! for bit.
 //!
+//! An output read in place (`y[i] = a * x[i] + y[i]`: at offset zero only) is read from the
+//! output's own row at the point, before the point's store; such kernels take plain stores
+//! (their streaming loop is the prefetching one: the line is read anyway).
+//!
+//! Reductions are outputs to the loop (the row contract's "Reductions"): after the output
+//! grids, one output slice per reduction, written with each point's value; the streaming
+//! loop streams the grids' lines only and stores the reductions' with plain stores.
+//!
 //! Register blocks (Datta's `RY`, [`JAMMED_ROWS`]): for kernels of two dimensions or more
 //! without a retimed loop, `__rows_jR` and its loops compute `R` adjacent rows of the
 //! second-innermost dimension in one pass (unroll-and-jam), each window the rows share loaded
@@ -28,7 +36,8 @@ use stencil_core::{
 
 use super::{elem_type, float_literal, int_tokens};
 
-/// What the point loop needs: reachable nodes, distinct reads, used parameters, outputs.
+/// What the point loop needs: reachable nodes, distinct reads, used parameters, outputs (the
+/// output grids, then the reductions).
 pub(super) struct LoopPlan {
     /// Per arena node: whether a store depends on it.
     pub(super) reachable: Vec<bool>,
@@ -36,10 +45,15 @@ pub(super) struct LoopPlan {
     pub(super) reads: Vec<(usize, Offset)>,
     /// Indices of the parameters used, ascending.
     pub(super) params: Vec<usize>,
-    /// Per store: (output ordinal, value node), in body order.
+    /// Per store or reduce statement: (output ordinal, value node), in body order; reduction
+    /// `r` is output `n_grids + r`.
     pub(super) stores: Vec<(usize, ExprId)>,
-    /// Number of outputs.
+    /// Number of outputs: output grids and reductions.
     pub(super) n_outputs: usize,
+    /// Number of output grids (the outputs before the reductions; the only ones streamed).
+    pub(super) n_grids: usize,
+    /// Whether the kernel reads an output in place (then nothing is streamed).
+    pub(super) in_place: bool,
 }
 
 impl LoopPlan {
@@ -49,7 +63,7 @@ impl LoopPlan {
             .iter()
             .filter_map(|s| match *s {
                 Stmt::Let { var, value } => Some((var, value)),
-                Stmt::Store { .. } => None,
+                Stmt::Store { .. } | Stmt::Reduce { .. } => None,
             })
             .collect();
         let ordinal_among = |role: Role| {
@@ -67,11 +81,13 @@ impl LoopPlan {
         };
         let input_ordinal = ordinal_among(Role::Input);
         let output_ordinal = ordinal_among(Role::Output);
+        let n_grids = kernel.outputs().count();
         let stores: Vec<(usize, ExprId)> = kernel
             .body
             .iter()
             .filter_map(|s| match *s {
                 Stmt::Store { field, value } => Some((output_ordinal[field.index()], value)),
+                Stmt::Reduce { reduction, value } => Some((n_grids + reduction.index(), value)),
                 Stmt::Let { .. } => None,
             })
             .collect();
@@ -91,11 +107,15 @@ impl LoopPlan {
 
         let mut reads = Vec::new();
         let mut params = Vec::new();
+        let mut in_place = false;
         for (i, node) in kernel.exprs.iter().enumerate() {
             if !reachable[i] {
                 continue;
             }
             match *node {
+                Expr::Read { field, .. } if kernel.field(field).role == Role::Output => {
+                    in_place = true;
+                }
                 Expr::Read { field, offset } => {
                     let read = (input_ordinal[field.index()], offset);
                     if !reads.contains(&read) {
@@ -113,7 +133,9 @@ impl LoopPlan {
             reads,
             params,
             stores,
-            n_outputs: kernel.outputs().count(),
+            n_outputs: n_grids + kernel.reductions.len(),
+            n_grids,
+            in_place,
         }
     }
 }
@@ -432,12 +454,16 @@ fn block_functions(
     for r in 0..block.rows {
         let name = |id: ExprId| block.node(id.index(), r);
         let read = |k: usize| block.read(r, k);
+        let own = |k: usize| {
+            let output = block.output(k, r);
+            quote!(#output[x])
+        };
         let statements: Vec<TokenStream> = kernel
             .exprs
             .iter()
             .enumerate()
             .filter(|(i, _)| plan.reachable[*i])
-            .map(|(i, node)| node_statement(kernel, plan, i, node, &name, &read))
+            .map(|(i, node)| node_statement(kernel, plan, i, node, &name, (&read, &own)))
             .collect();
         let values: Vec<Ident> = plan.stores.iter().map(|&(_, value)| name(value)).collect();
         let targets: Vec<Ident> = plan
@@ -460,6 +486,18 @@ fn block_functions(
     }
 
     let lines: Vec<Ident> = (0..outputs.len()).map(|k| ident("l", k)).collect();
+    // Each line computed goes out by a streaming store for a grid, a plain one for a
+    // reduction (its scratch row is read back at once).
+    let line_stores = (0..block.rows)
+        .flat_map(|_| (0..plan.n_outputs).map(|k| k < plan.n_grids))
+        .zip(outputs.iter().zip(&lines))
+        .map(|(streamed, (output, line))| {
+            if streamed {
+                quote!(#p::stream_line(&mut #output[at..at + LINE], &#line);)
+            } else {
+                quote!(#output[at..at + LINE].copy_from_slice(&#line);)
+            }
+        });
     // Each input's leading row `args.prefetch()` rows ahead (at least the block's height;
     // empty slices when off), for every row of the block, one line per line computed: interleaved with the work, the
     // prefetches keep memory busy while the core computes (a burst of the whole row before it
@@ -498,37 +536,58 @@ fn block_functions(
         }
         #point_loop(#(&mut #outputs[..n],)* #(#read_args,)* #(#param_args),*);
     };
-    let functions = quote! {
-        /// The point loop with streaming stores: plain up to the first output's first
-        /// 64-byte boundary, then one cache line of every output at a time computed into
-        /// registers and streamed out (prefetching the same line of every `prefetch` row),
-        /// then the plain tail.
-        #[inline(always)]
-        fn #streaming(
-            prefetch: &[&[#elem]; #n_lead],
-            #(#outputs: &mut [#elem],)*
-            #(#reads: &[#elem],)*
-            #(#params: #elem),*
-        ) {
-            const LINE: usize = #p::LINE_BYTES / ::core::mem::size_of::<#elem>();
-            let n = #first_output.len();
-            let head = #first_output.as_ptr().align_offset(#p::LINE_BYTES).min(n);
-            let body = head + (n - head) / LINE * LINE;
-            #point_loop(#(&mut #outputs[..head],)* #(&#reads[..head + #extras],)* #(#params),*);
-            let mut at = head;
-            while at < body {
-                for row in prefetch {
-                    #p::lanes::prefetch(row, at);
-                }
-                #(let mut #lines = [0.0 as #elem; LINE];)*
-                #point_loop(
-                    #(&mut #lines,)* #(&#reads[at..at + LINE + #extras],)* #(#params),*
-                );
-                #(#p::stream_line(&mut #outputs[at..at + LINE], &#lines);)*
-                at += LINE;
+    let streaming_fn = if plan.n_grids == 0 || plan.in_place {
+        // Nothing to stream: reductions take plain stores, and an output read in place has
+        // its line read anyway (and the streaming loop computes lines into fresh registers).
+        quote! {
+            /// The point loop for streaming stores: the kernel has no output grid or reads one
+            /// in place, and its reductions take plain stores, so this is the prefetching loop.
+            #[inline(always)]
+            fn #streaming(
+                prefetch: &[&[#elem]; #n_lead],
+                #(#outputs: &mut [#elem],)*
+                #(#reads: &[#elem],)*
+                #(#params: #elem),*
+            ) {
+                #prefetching(prefetch, #(#outputs,)* #(#reads,)* #(#params),*);
             }
-            #point_loop(#(&mut #outputs[body..n],)* #(&#reads[body..n + #extras],)* #(#params),*);
         }
+    } else {
+        quote! {
+            /// The point loop with streaming stores: plain up to the first output's first
+            /// 64-byte boundary, then one cache line of every output at a time computed into
+            /// registers and streamed out (prefetching the same line of every `prefetch` row;
+            /// reductions' lines stored plainly), then the plain tail.
+            #[inline(always)]
+            fn #streaming(
+                prefetch: &[&[#elem]; #n_lead],
+                #(#outputs: &mut [#elem],)*
+                #(#reads: &[#elem],)*
+                #(#params: #elem),*
+            ) {
+                const LINE: usize = #p::LINE_BYTES / ::core::mem::size_of::<#elem>();
+                let n = #first_output.len();
+                let head = #first_output.as_ptr().align_offset(#p::LINE_BYTES).min(n);
+                let body = head + (n - head) / LINE * LINE;
+                #point_loop(#(&mut #outputs[..head],)* #(&#reads[..head + #extras],)* #(#params),*);
+                let mut at = head;
+                while at < body {
+                    for row in prefetch {
+                        #p::lanes::prefetch(row, at);
+                    }
+                    #(let mut #lines = [0.0 as #elem; LINE];)*
+                    #point_loop(
+                        #(&mut #lines,)* #(&#reads[at..at + LINE + #extras],)* #(#params),*
+                    );
+                    #(#line_stores)*
+                    at += LINE;
+                }
+                #point_loop(#(&mut #outputs[body..n],)* #(&#reads[body..n + #extras],)* #(#params),*);
+            }
+        }
+    };
+    let functions = quote! {
+        #streaming_fn
 
         /// The point loop in blocks of a few cache lines, prefetching each block of every
         /// `prefetch` row before computing it.
@@ -572,15 +631,15 @@ fn block_functions(
     (functions, body)
 }
 
-/// `let eI: T = ...;` for node `i`, naming nodes by `name` and reading read number `k` of the
-/// plan at point `x` by the tokens `read(k)`.
+/// `let eI: T = ...;` for node `i`, naming nodes by `name`, reading read number `k` of the
+/// plan at point `x` by the tokens `read(k)` and output `k` read in place by `own(k)`.
 fn node_statement(
     kernel: &Kernel,
     plan: &LoopPlan,
     i: usize,
     node: &Expr,
     name: &dyn Fn(ExprId) -> Ident,
-    read: &dyn Fn(usize) -> TokenStream,
+    (read, own): (&dyn Fn(usize) -> TokenStream, &dyn Fn(usize) -> TokenStream),
 ) -> TokenStream {
     let p = quote!(::stencil::__private);
     let elem = elem_type(kernel.elem());
@@ -589,6 +648,16 @@ fn node_statement(
     let value = match *node {
         Expr::Const(value) => float_literal(value, kernel.elem()),
         Expr::Param(param) => ident("p", param.index()).into_token_stream(),
+        Expr::Read { field, .. } if kernel.field(field).role == Role::Output => {
+            // In place, at offset zero (the verifier allows no other read of an output).
+            let output = kernel
+                .outputs()
+                .position(|f| f == field)
+                .unwrap_or_else(|| {
+                    unreachable!("stencil!: bug in emit: an output that is not an output")
+                });
+            own(output)
+        }
         Expr::Read { field, offset } => {
             let input = kernel.inputs().position(|f| f == field).unwrap_or_else(|| {
                 unreachable!("stencil!: bug in emit: a verified kernel reads only inputs")

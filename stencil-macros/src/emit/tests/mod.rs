@@ -43,6 +43,17 @@ const KERNELS: &[&str] = &[
     "fn four(u: &Grid<f64, 4>, out: &mut Grid4<f64>) {
         out[i, j, k, l] = u[i, j, k, l - 1] + u[i + 1, j, k, l] - 1e-300 * u[i, j - 2, k + 1, l];
     }",
+    "pub fn residual(x: &Grid3<f64>, b: &Grid3<f64>, r: &mut Grid3<f64>, rr: &mut Sum<f64>, h2: f64) {
+        let res = b[i,j,k] - (6.0*x[i,j,k] - x[i-1,j,k] - x[i+1,j,k] - x[i,j-1,k] - x[i,j+1,k] - x[i,j,k-1] - x[i,j,k+1]) / h2;
+        r[i,j,k] = res;
+        rr += res * res;
+    }",
+    "pub fn dot(x: &Grid1<f64>, y: &Grid1<f64>, s: &mut Sum<f64>) { s += x[i] * y[i]; }",
+    "fn extremes(u: &Grid2<f64>, lo: &mut Min<f64>, hi: &mut Max<f64>, out: &mut Grid2<f64>) {
+        hi = max(u[i, j + 1], hi);
+        out[i, j] = 2 * u[i, j];
+        lo = min(lo, u[i - 1, j]);
+    }",
 ];
 
 fn tokens(source: &str) -> TokenStream {
@@ -270,8 +281,33 @@ impl Random {
     }
 }
 
+/// `kernel` with each reduction turned into an output grid after the others, given the
+/// reduction's value: the interpreter's values of those are the values the point loop writes
+/// into the reductions' runs.
+fn reductions_as_outputs(kernel: &Kernel) -> Kernel {
+    let mut as_outputs = kernel.clone();
+    let first = as_outputs.fields.len();
+    for reduction in std::mem::take(&mut as_outputs.reductions) {
+        as_outputs.fields.push(stencil_core::Field {
+            name: reduction.name,
+            role: stencil_core::Role::Output,
+            elem: reduction.elem,
+        });
+    }
+    for statement in &mut as_outputs.body {
+        if let stencil_core::Stmt::Reduce { reduction, value } = *statement {
+            *statement = stencil_core::Stmt::Store {
+                field: stencil_core::FieldId::new(first + reduction.index()),
+                value,
+            };
+        }
+    }
+    as_outputs
+}
+
 /// Compares the printed point loop with core's interpreter at several points of random grids.
 fn check_point_loop(kernel: &Kernel, random: &mut Random) {
+    let as_outputs = reductions_as_outputs(kernel);
     let n_dims = kernel.n_dims;
     let shape = vec![3; n_dims];
     let geom = Geometry::new(&shape, 8, 8).unwrap();
@@ -312,7 +348,7 @@ fn check_point_loop(kernel: &Kernel, random: &mut Random) {
                     if r > 0 {
                         at[n_dims - 2] += r as isize;
                     }
-                    interp::eval_point(kernel, &views, &params, &at)
+                    interp::eval_point(&as_outputs, &views, &params, &at)
                 })
                 .collect();
             let computed =
@@ -454,4 +490,75 @@ fn a_stub_keeps_the_declared_grid_types() {
         text.contains("_ : & 'g mut :: stencil :: __private :: Grid < f32 , 1 > , _ : i32) -> :: stencil :: __private :: Launch < 'g , f64 , 1 >"),
         "{text}"
     );
+}
+
+#[test]
+fn reductions_are_passed_to_the_launch_and_stored_plainly() {
+    let file: syn::File = syn::parse2(expand(tokens(KERNELS[5]))).unwrap();
+    let (syn::Item::Fn(function), syn::Item::Mod(module)) = (&file.items[0], &file.items[1]) else {
+        panic!("a function then a module")
+    };
+    let signature = quote::quote!(#function).to_string();
+    for expected in [
+        "r : & 'g mut :: stencil :: __private :: Grid < f64 , 3 > , rr : & 'g mut :: stencil :: __private :: Sum < f64 > , h2 : f64",
+        ":: std :: vec ! [r] , :: std :: vec ! [h2] ,) . with_reductions (:: std :: vec ! [rr as & mut dyn :: stencil :: __private :: ReductionTarget < f64 >])",
+    ] {
+        assert!(
+            signature.contains(expected),
+            "missing `{expected}` in {signature}"
+        );
+    }
+    let module_text = quote::quote!(#module).to_string();
+    for expected in [
+        // Rebuilt through the builder.
+        "let r0 = b . reduction (\"rr\" , :: stencil :: __private :: ReduceOp :: Sum) ;",
+        "b . reduce (r0 ,",
+        // Positional in `with`, not a field of `Params`.
+        "fn with < 'g > (x : & 'g :: stencil :: __private :: Grid < f64 , 3 > , b : & 'g :: stencil :: __private :: Grid < f64 , 3 > , r : & 'g mut :: stencil :: __private :: Grid < f64 , 3 > , rr : & 'g mut :: stencil :: __private :: Sum < f64 > , __params : Params)",
+        "super :: residual (x , b , r , rr , __params . h2)",
+        "pub struct Params { # [doc = \" The `h2` parameter.\"] pub h2 : f64 , }",
+        // Two output runs: the grid's, then the reduction's.
+        "let [__out0 , __out1] = outs",
+        // The grid's line streams, the reduction's is stored plainly.
+        "stream_line (& mut o0 [at .. at + LINE] , & l0) ;",
+        "o1 [at .. at + LINE] . copy_from_slice (& l1) ;",
+    ] {
+        assert!(
+            module_text.contains(expected),
+            "missing `{expected}` in {module_text}"
+        );
+    }
+    assert!(
+        !module_text.contains("stream_line (& mut o1"),
+        "{module_text}"
+    );
+    // A kernel of reductions only streams nothing.
+    let text = expand(tokens(KERNELS[6])).to_string();
+    assert!(!text.contains("stream_line"), "{text}");
+    assert!(text.contains("with_reductions"), "{text}");
+    // Jammed rows: every row's reduction stored plainly.
+    let text = expand(tokens(KERNELS[7])).to_string();
+    assert!(
+        text.contains("o2_1 [at .. at + LINE] . copy_from_slice (& l5) ;"),
+        "{text}"
+    );
+    assert!(
+        text.contains("stream_line (& mut o0_1 [at .. at + LINE] , & l3) ;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_stub_keeps_the_reduction_parameters() {
+    let text = expand(tokens(
+        "pub fn k(u: &Grid1<f64>, s: &mut Sum<f64>, m: &mut Max<f32>, c: f64) { s += u[i] + t; m = max(m, u[i]); }",
+    ))
+    .to_string();
+    assert!(text.contains("compile_error"), "{text}");
+    for expected in [
+        "pub fn k < 'g > (_ : & 'g :: stencil :: __private :: Grid < f64 , 1 > , _ : & 'g mut :: stencil :: __private :: Sum < f64 > , _ : & 'g mut :: stencil :: __private :: Max < f32 > , _ : f64)",
+        "fn with < 'g > (_ : & 'g :: stencil :: __private :: Grid < f64 , 1 > , _ : & 'g mut :: stencil :: __private :: Sum < f64 > , _ : & 'g mut :: stencil :: __private :: Max < f32 > , _ : Params)",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in {text}");
+    }
 }

@@ -7,13 +7,14 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use stencil_core::{
     BinaryOp, CmpOp, ElemType, ExprId, FieldId, Kernel, KernelBuilder, LetId, LogicOp, ParamId,
-    UnaryOp,
+    ReduceOp, ReductionId, UnaryOp,
 };
 
 #[derive(Clone, Copy, Debug)]
 enum Value {
     Field(FieldId),
     Param(ParamId),
+    Reduction(ReductionId),
     Expr(ExprId),
     Let(LetId),
 }
@@ -126,6 +127,10 @@ impl Replay {
             "input" => Some(Value::Field(b.input(&string(args[0])))),
             "output" => Some(Value::Field(b.output(&string(args[0])))),
             "param" => Some(Value::Param(b.param(&string(args[0])))),
+            "reduction" => {
+                let op = ReduceOp::from_type_name(&last_segment(args[1])).unwrap();
+                Some(Value::Reduction(b.reduction(&string(args[0]), op)))
+            }
             "constant" => Some(Value::Expr(b.constant(number(args[0])))),
             method => {
                 let result = self.operation(method, &args);
@@ -217,6 +222,13 @@ impl Replay {
                     panic!("expected a field")
                 };
                 b.store(f, e(1));
+                return None;
+            }
+            "reduce" => {
+                let Some(Value::Reduction(r)) = values[0] else {
+                    panic!("expected a reduction")
+                };
+                b.reduce(r, e(1));
                 return None;
             }
             other => panic!("unknown builder method {other}"),
