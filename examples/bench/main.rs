@@ -2,14 +2,16 @@
 //!
 //! ```text
 //! cargo run --release --example bench -- [--json] [--repeats N] [--n3 N] [--n2 N] [--svg PATH]
-//!                                        [--only sweeps,cache,steps] [--steps-repeats N]
+//!                                        [--only sweeps,cache,steps,krylov] [--steps-repeats N]
 //! ```
 //!
-//! Three sections (all unless `--only` names some): `sweeps`, described below; `cache`,
+//! Four sections (all unless `--only` names some): `sweeps`, described below; `cache`,
 //! cache-resident sweeps (W1 at 64^3, W3 at 1024^2) against the hand-written loops and the
 //! fixed cost of one `run()` (module `cached`); `steps`, time loops (W1 and W3 for 100 steps,
 //! W2 for 20) per step for the hand-written swap loop, `run()` then swap, and `Steps` default
-//! and tuned, with the first call's tuning (module `timeloop`).
+//! and tuned, with the first call's tuning (module `timeloop`); `krylov`, the vector kernels of
+//! `stencil::krylov` (dot, norm2, axpy on 2^25 `f64`) against plain loops and the read and copy
+//! bandwidths, and one conjugate-gradient iteration at 256^3 (module `krylov`).
 //!
 //! For W1 (7-point 3-D, 256^3), W2 (27-point 3-D, 256^3), W3 (5-point 2-D, 8192^2), and Kamil's
 //! Divergence and Gradient (256^3), all f64, with 1 and 2 threads, it measures: an in-process
@@ -37,6 +39,7 @@
 //! checked against the serial baseline's.
 
 mod cached;
+mod krylov;
 mod report;
 mod timeloop;
 mod workloads;
@@ -56,7 +59,7 @@ struct Options {
     n3: usize,
     n2: usize,
     svg: PathBuf,
-    /// Sections to run: `sweeps`, `cache`, `steps`.
+    /// Sections to run: `sweeps`, `cache`, `steps`, `krylov`.
     only: Vec<String>,
     /// Rounds of the time-loop rows.
     steps_repeats: usize,
@@ -95,13 +98,13 @@ fn options() -> Options {
             "--only" => {
                 o.only = args
                     .next()
-                    .expect("bench: --only needs sweeps, cache and/or steps")
+                    .expect("bench: --only needs sweeps, cache, steps and/or krylov")
                     .split(',')
                     .map(str::to_string)
                     .collect();
                 for s in &o.only {
                     assert!(
-                        ["sweeps", "cache", "steps"].contains(&s.as_str()),
+                        ["sweeps", "cache", "steps", "krylov"].contains(&s.as_str()),
                         "bench: unknown section {s}"
                     );
                 }
@@ -124,6 +127,17 @@ fn time<R>(repeats: usize, mut f: impl FnMut() -> R) -> Stats {
         })
         .collect();
     Stats::of(times)
+}
+
+/// Shuffles `order` (Fisher-Yates with an xorshift generator on `seed`: the same orders in
+/// every run of the bench).
+pub(crate) fn shuffle(order: &mut [usize], seed: &mut u64) {
+    for i in (1..order.len()).rev() {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        order.swap(i, (*seed % (i as u64 + 1)) as usize);
+    }
 }
 
 /// Times each of `imps` on `w` `repeats` times, interleaved (one run of each per round), after
@@ -149,13 +163,7 @@ fn time_interleaved(
     let mut order: Vec<usize> = (0..n).collect();
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     for round in 0..repeats + 2 {
-        // Fisher-Yates with an xorshift generator: the same orders in every run of the bench.
-        for i in (1..n).rev() {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            order.swap(i, (seed % (i as u64 + 1)) as usize);
-        }
+        shuffle(&mut order, &mut seed);
         for &k in &order {
             let mut run = || match imps.get(k) {
                 Some(imp) => {
@@ -280,10 +288,15 @@ fn main() {
     // the searches' own.
     let tune_dir = std::env::temp_dir().join(format!("stencil-bench-tune-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tune_dir);
+    // (The `krylov` section tunes as a user's call does, in the default cache: it needs none.)
+    let tuned_sections = ["sweeps", "cache", "steps"].iter().any(|s| o.runs(s));
     let caches: Vec<TuningCache> = backends
         .iter()
         .map(|b| {
             let cache = TuningCache::at(tune_dir.join(format!("cpu-{}.json", b.threads())));
+            if !tuned_sections {
+                return cache;
+            }
             let start = Instant::now();
             let bandwidth = b.copy_bandwidth();
             if !o.json {
@@ -303,7 +316,12 @@ fn main() {
     let mut rows = Vec::new();
     let mut tuner_rows = Vec::new();
     let mut padding_rows = Vec::new();
-    let mut workloads = Workload::all(&backends[1], o.n3, o.n2);
+    // Only the sweeps and the time loops use these grids.
+    let mut workloads = if o.runs("sweeps") || o.runs("steps") {
+        Workload::all(&backends[1], o.n3, o.n2)
+    } else {
+        Vec::new()
+    };
     let sweep_start = Instant::now();
     for w in workloads.iter_mut().filter(|_| o.runs("sweeps")) {
         let bytes_per_point = analysis::bytes_per_point(w.stencil.kernel());
@@ -502,6 +520,30 @@ fn main() {
         };
         (steps_rows, steps_tuner) = timeloop::rows(&mut section, &mut workloads, o.json);
     }
+    // Krylov vector kernels and a CG iteration.
+    let mut krylov_rows = Vec::new();
+    if o.runs("krylov") {
+        // The sweeps' grids are not needed any more: free them for the section's vectors.
+        drop(workloads);
+        let krylov_start = Instant::now();
+        let mut copy = |backend: &CpuBackend| backend.stream_copy(&mut copy_dst, &copy_src, true);
+        let mut section = krylov::Section {
+            backends: &backends,
+            pools: &pools,
+            repeats: o.repeats,
+            llc_bytes: machine.llc_bytes,
+            copy: &mut copy,
+            copy_bytes: 16 * copy_src.len(),
+            quiet: o.json,
+        };
+        krylov_rows = krylov::rows(&mut section);
+        if !o.json {
+            eprintln!(
+                "krylov section took {:.1} s",
+                krylov_start.elapsed().as_secs_f64()
+            );
+        }
+    }
     let svg = report::svg(&streams, &rows);
     std::fs::write(&o.svg, svg).unwrap_or_else(|e| panic!("bench: cannot write {:?}: {e}", o.svg));
     let _ = std::fs::remove_dir_all(&tune_dir);
@@ -527,6 +569,9 @@ fn main() {
         for t in &steps_tuner {
             println!("{}", t.json());
         }
+        for r in &krylov_rows {
+            println!("{}", r.json());
+        }
     } else {
         if o.runs("sweeps") {
             print!("{}", report::table(&streams, &rows));
@@ -551,6 +596,14 @@ fn main() {
             );
             print!("{}", report::rows_table(&steps_rows));
             print!("{}", timeloop::tuner_table(&steps_tuner));
+        }
+        if o.runs("krylov") {
+            println!(
+                "\nkrylov (vectors of 2^25 f64, CG at 256^3; GB/s at compulsory bytes; bound: \
+                 read = in-process sum, copy = NT copy (16 B per element), both timed in the \
+                 same rounds; x plain: the plain loop's time over the row's):"
+            );
+            print!("{}", krylov::table(&krylov_rows));
         }
     }
     eprintln!("bar chart written to {}", o.svg.display());
