@@ -332,3 +332,42 @@ fn misuse_is_an_error_and_leaves_the_targets_alone() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
 }
+
+/// A hand-written row function writes each point's value of a reduction into the slice after
+/// the outputs (the row contract); the backend cuts it into blocks, with the same bits.
+#[test]
+fn hand_written_row_functions_give_the_same_bits() {
+    fn rows(args: &stencil_core::row::RowArgs<'_, f64>, outputs: &mut [&mut [f64]]) {
+        let n = args.len();
+        let (x, y) = (args.span(0, [0; 4], 0, n), args.span(1, [0; 4], 0, n));
+        for (i, s) in outputs[0].iter_mut().enumerate() {
+            *s = x[i] * y[i];
+        }
+    }
+    let kernel = dot2::stencil().kernel().clone();
+    let hand = Stencil::with_cpu_rows(kernel, rows).unwrap();
+    verify(&hand).unwrap();
+    let x = random_grid([3, 1000], 31);
+    let y = random_grid([3, 1000], 32);
+    let mut expected = None;
+    for stencil in [&hand, dot2::stencil()] {
+        let mut s = Sum::new();
+        Launch::new(stencil)
+            .input("x", &x)
+            .input("y", &y)
+            .reduction("s", &mut s)
+            .run()
+            .unwrap();
+        assert_eq!(
+            *expected.get_or_insert(s.value().to_bits()),
+            s.value().to_bits()
+        );
+    }
+}
+
+stencil! {
+    /// The dot product of two 2-D fields.
+    pub fn dot2(x: &Grid2<f64>, y: &Grid2<f64>, s: &mut Sum<f64>) {
+        s += x[i, j] * y[i, j];
+    }
+}

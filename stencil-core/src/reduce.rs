@@ -80,12 +80,30 @@ fn lanes<T: Element>(values: &[T], identity: T, f: impl Fn(T, T) -> T + Copy) ->
     for (a, &v) in acc.iter_mut().zip(chunks.remainder()) {
         *a = f(*a, v);
     }
-    // The pairwise tree of `tree`, unrolled: adjacent pairs, then pairs of pairs.
+    lanes_tree(acc, f)
+}
+
+/// The pairwise tree of `tree` over 32 lanes, unrolled: adjacent pairs, then pairs of pairs.
+#[inline(always)]
+fn lanes_tree<T: Element>(acc: [T; LANES], f: impl Fn(T, T) -> T + Copy) -> T {
     let a: [T; 16] = pairs(acc, f);
     let a: [T; 8] = pairs(a, f);
     let a: [T; 4] = pairs(a, f);
     let a: [T; 2] = pairs(a, f);
     f(a[0], a[1])
+}
+
+/// A block's value from its lanes, each already combined from the identity over the block's
+/// points `l, l + LANES, ...` in order: the lanes' pairwise tree (what [`block`] does after
+/// dealing the points). For code that folds the lanes itself (the loops `stencil!`
+/// generates fold them while they compute the points).
+#[inline(always)]
+pub fn combine_lanes<T: Element>(op: ReduceOp, lanes: [T; LANES]) -> T {
+    match op {
+        ReduceOp::Sum => lanes_tree(lanes, |a, b| a + b),
+        ReduceOp::Min => lanes_tree(lanes, |a, b| a.min(b)),
+        ReduceOp::Max => lanes_tree(lanes, |a, b| a.max(b)),
+    }
 }
 
 /// `[f(a0, a1), f(a2, a3), ...]`.

@@ -21,10 +21,15 @@
 //!
 //! **Reductions.** A kernel's reductions ([`crate::reduce`]) travel through the same lists as
 //! its outputs: after the outputs (declaration order) come one slice or [`OutputRun`] per
-//! reduction (declaration order), into which the loop writes each point's value of the
-//! reduction exactly as it writes an output's value. The backend points those at scratch rows
-//! it combines into blocks right after the call, so the loop must write them with plain stores,
-//! never streaming ones, whatever [`RowArgs::streaming`] says (streaming applies to grids).
+//! reduction (declaration order). The backend starts every call at the first point of a
+//! block ([`crate::reduce::BLOCK`] points from the row's start) and points those at scratch
+//! rows, written with plain stores whatever [`RowArgs::streaming`] says:
+//! - a [`RunFn`] writes *block values*: its run for a reduction has `len.div_ceil(BLOCK)`
+//!   points per row, and the loop writes into point `b` the value of the call's block `b`,
+//!   exactly [`crate::reduce::block`] of that block's values (`stencil!` folds each point
+//!   into its lane as it computes it and writes [`crate::reduce::combine_lanes`]);
+//! - a [`RowFn`] writes each point's value, as for an output; the backend cuts them into
+//!   blocks right after the call.
 //!
 //! Everything here but [`OutputRun::from_raw_parts`] is safe code: input slices are
 //! bounds-checked against the input's whole storage, so a backend that gets the geometry
@@ -71,8 +76,8 @@ pub type RowFn<T> = fn(args: &RowArgs<'_, T>, outputs: &mut [&mut [T]]);
 
 /// A CPU specialisation of a kernel's point loop over runs, as `stencil!` generates it: reads
 /// `args`, writes every row `0..args.rows()` of every output run (one per output field, in
-/// declaration order, then one per reduction: see the module documentation), each row
-/// `args.len()` points long. It may compute up to
+/// declaration order, each row `args.len()` points long, then one per reduction holding a
+/// value per block: see the module documentation). It may compute up to
 /// [`RowArgs::register_rows`] rows together; the values written do not depend on it.
 pub type RunFn<T> = fn(args: &RowArgs<'_, T>, outputs: &mut [OutputRun<'_, T>]);
 

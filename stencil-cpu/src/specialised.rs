@@ -15,6 +15,7 @@ use stencil_core::{CpuLoop, Element, FieldView, Geometry};
 use crate::output_rows::OutputRows;
 use crate::reduce::{LocalPartials, ROWS, Reductions};
 use crate::tiling::{Tile, Tiling, row_stride};
+use stencil_core::reduce::BLOCK;
 
 /// How a worker walks a row: block length, streaming stores, prefetch distance.
 #[derive(Clone, Copy, Debug)]
@@ -257,13 +258,17 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                                     output.run(base + r0 * stride + at, n, stride, g)
                                 });
                             }
+                            // A generated loop folds its points itself and writes one value
+                            // per block (the row contract's "Reductions").
+                            let nb = n.div_ceil(BLOCK);
                             for rows in reduced.iter_mut() {
-                                debug_assert!(rows.len() >= g * n);
-                                // SAFETY: `g * n` values of this worker's own scratch rows
-                                // (`ROWS * row_block` long), rows `n` apart, reached through
-                                // nothing else until `runs` is cleared after the call.
+                                assert!(rows.len() >= g * nb, "stencil-cpu: scratch too short");
+                                // SAFETY: `g * nb` values of this worker's own scratch rows
+                                // (`ROWS * row_block` long, checked above), rows `nb` apart,
+                                // reached through nothing else until `runs` is cleared after
+                                // the call.
                                 runs.push(unsafe {
-                                    OutputRun::from_raw_parts(rows.as_mut_ptr(), n, n, g)
+                                    OutputRun::from_raw_parts(rows.as_mut_ptr(), nb, nb, g)
                                 });
                             }
                             let args = RowArgs::new(n, inputs, params)
@@ -308,8 +313,10 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                             }
                         }
                     }
-                    // The next segment's input lines, fetched while the blocks are folded
-                    // (the fold reads only the first-level cache).
+                    // The next segment's input lines, asked for before the next call: with
+                    // the hardware prefetcher alone the gaps between calls left the stream
+                    // idle (norm2 of 2^25 f64 on one thread: 1.14 ns per point without,
+                    // 0.80 with; a 16-accumulator read loop: 0.72).
                     if at + n < len {
                         for row in inputs.iter() {
                             let next = (row.start + n).min(row.data.len());
@@ -325,7 +332,19 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                         point[last] += at;
                         let first_block = reductions.block_index(&point);
                         for (k, rows) in reduced.iter().enumerate() {
-                            partials.push(k, first_block, &rows[i * n..(i + 1) * n]);
+                            match self.point_loop {
+                                CpuLoop::Runs(_) => {
+                                    let nb = n.div_ceil(BLOCK);
+                                    partials.push_blocks(
+                                        k,
+                                        first_block,
+                                        &rows[i * nb..(i + 1) * nb],
+                                    );
+                                }
+                                CpuLoop::Rows(_) => {
+                                    partials.push(k, first_block, &rows[i * n..(i + 1) * n]);
+                                }
+                            }
                         }
                     }
                     r0 += g;

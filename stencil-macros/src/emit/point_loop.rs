@@ -328,7 +328,8 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
     let elem = elem_type(kernel.elem());
     let plan = LoopPlan::of(kernel);
     let (retimed_fn, retimed_call) = super::retimed::retimed_loop(kernel, &plan).unzip();
-    let mut jammed: Vec<usize> = if kernel.n_dims >= 2 && retimed_fn.is_none() {
+    let reducing = plan.n_outputs > plan.n_grids;
+    let mut jammed: Vec<usize> = if kernel.n_dims >= 2 && retimed_fn.is_none() && !reducing {
         JAMMED_ROWS.to_vec()
     } else {
         Vec::new()
@@ -344,7 +345,11 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
         } else {
             None
         };
-        let (fns, body) = block_functions(kernel, &plan, &block, first);
+        let (fns, body) = if reducing {
+            reducing_functions(kernel, &plan, &block)
+        } else {
+            block_functions(kernel, &plan, &block, first)
+        };
         let name = format_ident!("__rows{}", block.suffix());
         let n_windows = proc_macro2::Literal::usize_unsuffixed(block.windows.len());
         let descriptors = block.windows.iter().map(Window::descriptor);
@@ -625,6 +630,143 @@ fn block_functions(
             for x in 0..n {
                 #(#nodes)*
                 #(#stores)*
+            }
+        }
+    };
+    (functions, body)
+}
+
+/// The point loop of a kernel with reductions (one row: such kernels have no jammed forms)
+/// and the body of the row function that calls it. The row contract's reduction runs then
+/// hold block values (see `stencil_core::row`): the loop walks the row in blocks of
+/// `reduce::BLOCK` points from its start and each block in chunks of `reduce::LANES` points,
+/// folding point `x` of a chunk into lane `x` of each reduction as it computes it (the lanes
+/// stay in registers, and the loads of the next points overlap the adds), then stores each
+/// block's `reduce::combine_lanes`: the bits of `reduce::block`, with no scratch row. Grids
+/// take plain stores.
+fn reducing_functions(
+    kernel: &Kernel,
+    plan: &LoopPlan,
+    block: &RowBlock,
+) -> (TokenStream, TokenStream) {
+    let p = quote!(::stencil::__private);
+    let elem = elem_type(kernel.elem());
+    let grids: Vec<Ident> = (0..plan.n_grids).map(|k| block.output(k, 0)).collect();
+    let blocks: Vec<Ident> = (plan.n_grids..plan.n_outputs)
+        .map(|k| block.output(k, 0))
+        .collect();
+    let accs: Vec<Ident> = (0..blocks.len()).map(|k| ident("acc", k)).collect();
+    let vals: Vec<Ident> = (0..blocks.len()).map(|k| ident("val", k)).collect();
+    let ops: Vec<TokenStream> = kernel
+        .reductions
+        .iter()
+        .map(|r| {
+            let op = format_ident!("{}", r.op.type_name());
+            quote!(#p::ReduceOp::#op)
+        })
+        .collect();
+    let reads: Vec<Ident> = (0..block.windows.len()).map(|k| ident("r", k)).collect();
+    let extras: Vec<proc_macro2::Literal> = block.windows.iter().map(Window::extra).collect();
+    let params: Vec<Ident> = plan.params.iter().map(|&k| ident("p", k)).collect();
+    let read_args = block.window_rows();
+    let param_args: Vec<TokenStream> = plan
+        .params
+        .iter()
+        .map(|&k| {
+            let k = proc_macro2::Literal::usize_unsuffixed(k);
+            quote!(args.param(#k))
+        })
+        .collect();
+    let name = |id: ExprId| block.node(id.index(), 0);
+    let read = |k: usize| block.read(0, k);
+    let own = |k: usize| {
+        let output = block.output(k, 0);
+        quote!(#output[x])
+    };
+    let nodes: Vec<TokenStream> = kernel
+        .exprs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| plan.reachable[*i])
+        .map(|(i, node)| node_statement(kernel, plan, i, node, &name, (&read, &own)))
+        .collect();
+    // Per point: the grids' stores and each reduction's value into its chunk array; per
+    // chunk: the values folded into the lanes (two fixed-size loops LLVM vectorises whole).
+    let mut updates = Vec::new();
+    let mut folds = Vec::new();
+    for &(output, value) in &plan.stores {
+        let value = name(value);
+        if output < plan.n_grids {
+            let target = block.output(output, 0);
+            updates.push(quote!(#target[x] = #value;));
+        } else {
+            let r = output - plan.n_grids;
+            let (acc, val) = (&accs[r], &vals[r]);
+            updates.push(quote!(#val[x] = #value;));
+            folds.push(match kernel.reductions[r].op {
+                stencil_core::ReduceOp::Sum => quote!(#acc[l] = #acc[l] + #val[l];),
+                stencil_core::ReduceOp::Min => {
+                    quote!(#acc[l] = #p::Element::min(#acc[l], #val[l]);)
+                }
+                stencil_core::ReduceOp::Max => {
+                    quote!(#acc[l] = #p::Element::max(#acc[l], #val[l]);)
+                }
+            });
+        }
+    }
+    let looped = format_ident!("__point_loop_reducing");
+    let body = quote! {
+        let n = args.len();
+        #looped(n, #(#grids,)* #(#blocks,)* #(#read_args,)* #(#param_args),*);
+    };
+    let functions = quote! {
+        /// The point loop of a kernel with reductions: blocks of `BLOCK` points, chunks of
+        /// `LANES` points folded into the lanes as they are computed.
+        #[inline(always)]
+        fn #looped(
+            n: usize,
+            #(#grids: &mut [#elem],)*
+            #(#blocks: &mut [#elem],)*
+            #(#reads: &[#elem],)*
+            #(#params: #elem),*
+        ) {
+            const BLOCK: usize = #p::reduce::BLOCK;
+            const LANES: usize = #p::reduce::LANES;
+            #(let #grids = &mut #grids[..n];)*
+            #(let #reads = &#reads[..n + #extras];)*
+            let mut at = 0usize;
+            let mut index = 0usize;
+            while at < n {
+                let end = if n - at < BLOCK { n } else { at + BLOCK };
+                #(let mut #accs = [#p::reduce::identity::<#elem>(#ops); LANES];)*
+                #(let mut #vals = [#p::reduce::identity::<#elem>(#ops); LANES];)*
+                while at + LANES <= end {
+                    #(let #grids = &mut #grids[at..at + LANES];)*
+                    #(let #reads = &#reads[at..at + LANES + #extras];)*
+                    for x in 0..LANES {
+                        #(#nodes)*
+                        #(#updates)*
+                    }
+                    for l in 0..LANES {
+                        #(#folds)*
+                    }
+                    at += LANES;
+                }
+                if at < end {
+                    let tail = end - at;
+                    #(let #grids = &mut #grids[at..end];)*
+                    #(let #reads = &#reads[at..end + #extras];)*
+                    for x in 0..tail {
+                        #(#nodes)*
+                        #(#updates)*
+                    }
+                    for l in 0..tail {
+                        #(#folds)*
+                    }
+                    at = end;
+                }
+                #(#blocks[index] = #p::reduce::combine_lanes(#ops, #accs);)*
+                index += 1;
             }
         }
     };
