@@ -199,3 +199,93 @@ fn a_wrong_default_behind_a_wrong_winner_fails_the_call() {
     assert_eq!(err.kind(), ErrorKind::VerificationFailed, "{err}");
     assert!(err.to_string().contains("both disagree"), "{err}");
 }
+
+stencil! {
+    /// A dot product of 2-D fields: a kernel whose only result is a reduction.
+    pub fn dot2(x: &Grid2<f64>, y: &Grid2<f64>, s: &mut Sum<f64>) {
+        s += x[i, j] * y[i, j];
+    }
+}
+
+/// The emulator behind a two-point space of legal reduction schedules; the second (fast)
+/// one reports its reduction off by one.
+struct WrongReduction {
+    gpu: EmulatedGpu,
+    schedules: [Schedule; 2],
+}
+
+impl Backend<f64> for WrongReduction {
+    fn name(&self) -> String {
+        "emulated gpu with one wrong reduction".into()
+    }
+    fn default_schedule(&self, _: &Kernel, _: &[usize]) -> Schedule {
+        self.schedules[0].clone()
+    }
+    fn sample_schedules(&self, _: &Kernel, _: &[usize]) -> Vec<Schedule> {
+        self.schedules.to_vec()
+    }
+    fn supports_reductions(&self) -> bool {
+        true
+    }
+    fn run(&self, job: &mut Job<'_, f64>, schedule: &Schedule) -> stencil::Result<()> {
+        let wrong = *schedule == self.schedules[1];
+        if !wrong {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        self.gpu.run(job, schedule)?;
+        if wrong {
+            let value = job.reductions()[0].expect("the emulator sets the reduction");
+            job.set_reduction(0, value + 1.0);
+        }
+        Ok(())
+    }
+    fn tuning_device(&self) -> Option<(String, usize)> {
+        Some(("emulated test device".into(), 1))
+    }
+    fn tuning_space(&self, _: &Kernel, _: &[usize]) -> Option<TuningSpace> {
+        let space = SearchSpace::new().with(
+            "variant",
+            vec![
+                DimValue::Name("default".into()),
+                DimValue::Name("planted".into()),
+            ],
+        );
+        let schedules = self.schedules.clone();
+        let mut tuning = TuningSpace::new(space, move |p| Some(schedules[p[0]].clone()));
+        tuning.default_point = Some(vec![0]);
+        Some(tuning)
+    }
+}
+
+#[test]
+fn a_winner_with_a_wrong_reduction_is_rejected() {
+    let gpu = EmulatedGpu::new();
+    let (x, y) = grids();
+    let legal =
+        <EmulatedGpu as Backend<f64>>::sample_schedules(&gpu, dot2::stencil().kernel(), &x.shape());
+    let backend = WrongReduction {
+        gpu,
+        schedules: [legal[0].clone(), legal[1].clone()],
+    };
+    let mut s = Sum::new();
+    let report = dot2(&x, &y, &mut s)
+        .on(&backend)
+        .tune(TunePolicy::Thorough)
+        .without_tuning_cache()
+        .run_with_report()
+        .unwrap();
+    let rejected = report
+        .rejected
+        .as_deref()
+        .expect("the planted winner is rejected");
+    assert!(rejected.contains("reduction `s`"), "{rejected}");
+    let mut want = Sum::new();
+    dot2(&x, &y, &mut want).tune(TunePolicy::Off).run().unwrap();
+    let tolerance = 1e-12 * want.value().abs().max(1.0);
+    assert!(
+        (s.value() - want.value()).abs() < tolerance,
+        "{} vs {}",
+        s.value(),
+        want.value()
+    );
+}

@@ -4,7 +4,8 @@
 //! both NaN, or within [`TOLERANCE_EPS`] epsilons of the larger of 1 and the output's largest
 //! finite magnitude: the tolerance `verify` uses for GPU code, loose enough for reassociation
 //! and the GPU's own math functions, tight enough for a wrong offset, a lost term or an
-//! unwritten point). Schedules nothing ran before (the tuner's space is large) are where a
+//! unwritten point), and so must every reduction (within the same tolerance of the larger of 1
+//! and the CPU's result). Outputs read in place start both runs from the same values. Schedules nothing ran before (the tuner's space is large) are where a
 //! code generator's bug or a device's quirk would hide; this catches it on the data it would
 //! corrupt, at the cost of one more sweep on each backend per tuning.
 
@@ -24,15 +25,47 @@ pub(super) fn agrees_with_cpu<T: Element>(
     job: &mut Job<'_, T>,
     schedule: &Schedule,
 ) -> Result<(), String> {
+    let kernel = job.kernel();
+    let in_place: Vec<usize> = stencil_core::analysis::in_place_outputs(kernel)
+        .into_iter()
+        .filter_map(|f| kernel.outputs().position(|o| o == f))
+        .collect();
+    let before: Vec<Vec<T>> = in_place
+        .iter()
+        .map(|&o| job.outputs()[o].data.to_vec())
+        .collect();
+    job.clear_reductions();
     backend
         .run(job, schedule)
         .map_err(|e| format!("it failed to run: {e}"))?;
     let got: Vec<Vec<T>> = job.outputs().iter().map(|o| o.data.to_vec()).collect();
+    let got_reduced = job.reductions().to_vec();
+    for (&o, values) in in_place.iter().zip(&before) {
+        job.outputs_mut()[o].data.copy_from_slice(values);
+    }
     let cpu = CpuBackend::global();
-    let reference = <CpuBackend as Backend<T>>::default_schedule(cpu, job.kernel(), job.shape());
+    let reference = <CpuBackend as Backend<T>>::default_schedule(cpu, kernel, job.shape());
     cpu.run(job, &reference)
         .map_err(|e| format!("the CPU backend could not run the call: {e}"))?;
-    let kernel = job.kernel();
+    for ((got, want), r) in got_reduced
+        .iter()
+        .zip(job.reductions())
+        .zip(&kernel.reductions)
+    {
+        let (Some(g), Some(w)) = (got, want) else {
+            return Err(format!("reduction `{}` was not set", r.name));
+        };
+        let (g, w) = (g.to_f64(), w.to_f64());
+        let tolerance = TOLERANCE_EPS * T::EPSILON.to_f64() * w.abs().max(1.0);
+        let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+        if !same && (g - w).abs() >= tolerance {
+            return Err(format!(
+                "reduction `{}`: the CPU backend computes {w:e}, this schedule {g:e} \
+                 (tolerance {tolerance:e})",
+                r.name
+            ));
+        }
+    }
     let names: Vec<String> = kernel
         .outputs()
         .map(|f| kernel.field(f).name.clone())

@@ -48,7 +48,10 @@ mod expand;
 ///   typed function takes them in place (`dot(&x, &y, &mut s).run()?; s.value()`), as does
 ///   `with`, where they stay positional like grids.
 /// - Reads: `u[i - 1, j, k + 2]`: every index variable in order, each plus or minus an
-///   integer constant of at most 8.
+///   integer constant of at most 8. An output may be read at offset zero, in a statement
+///   before the one that writes it (an in-place update, `y[i] = a * x[i] + y[i]`): the read
+///   gives its value from before the sweep. Reading an output elsewhere, or after writing it,
+///   is an error.
 /// - Values: numbers, parameters, temporaries, reads, `+ - * /`, unary `-`, parentheses,
 ///   `abs sqrt exp ln sin cos tan tanh floor ceil` (one argument), `min max pow` (two),
 ///   comparisons, `&& || !`, `if c { a } else { b }` or `select(c, a, b)`, calls of helpers,
