@@ -1,11 +1,12 @@
 //! Outputs read in place (`y = a x + y`) and inputs that need only the halo their own reads
 //! reach: against plain loops and the interpreter, under tuning (which must not apply the
-//! update more than once), every sampled schedule and the generic path; misuse is an error.
+//! update more than once), every sampled schedule and the generic path, and on the emulated
+//! GPU; misuse, and backends that cannot run them, are errors.
 
 use stencil::prelude::*;
 use stencil::{
-    CpuBackend, CpuSchedule, EmulatedGpu, ErrorKind, KernelBuilder, Schedule, Stencil, TunePolicy,
-    interp, verify,
+    Backend, CpuBackend, CpuSchedule, EmulatedGpu, ErrorKind, Job, Kernel, KernelBuilder, Schedule,
+    Stencil, TunePolicy, interp, verify,
 };
 use stencil_core::rng::Rng;
 
@@ -204,20 +205,38 @@ fn each_input_needs_only_the_halo_its_own_reads_reach() {
     );
 }
 
+/// A backend that keeps the trait's default `supports_in_place` (false): runs on the CPU.
+struct NoInPlace;
+
+impl Backend<f64> for NoInPlace {
+    fn name(&self) -> String {
+        "no-in-place".into()
+    }
+    fn default_schedule(&self, kernel: &Kernel, shape: &[usize]) -> Schedule {
+        <CpuBackend as Backend<f64>>::default_schedule(CpuBackend::global(), kernel, shape)
+    }
+    fn sample_schedules(&self, kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
+        <CpuBackend as Backend<f64>>::sample_schedules(CpuBackend::global(), kernel, shape)
+    }
+    fn run(&self, job: &mut Job<'_, f64>, schedule: &Schedule) -> stencil::Result<()> {
+        CpuBackend::global().run(job, schedule)
+    }
+}
+
 #[test]
 fn backends_and_time_loops_that_cannot_run_in_place_say_so() {
     let x = random([300], 0, 1);
     let mut y = random([300], 0, 2);
     let y0 = y.clone();
-    let gpu = EmulatedGpu::new();
-    let e = axpy(&x, &mut y, 2.0).on(&gpu).run().unwrap_err();
+    let refusing = NoInPlace;
+    let e = axpy(&x, &mut y, 2.0).on(&refusing).run().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BackendUnavailable, "{e}");
     assert!(e.to_string().contains("in place"), "{e}");
     assert!(
         y.interior_iter()
             .all(|(p, v)| v.to_bits() == y0[p].to_bits())
     );
-    let e = stencil::verify_with(axpy::stencil(), &[&gpu], &Default::default()).unwrap_err();
+    let e = stencil::verify_with(axpy::stencil(), &[&refusing], &Default::default()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BackendUnavailable, "{e}");
     let mut u = random([300], 1, 3);
     let e = Steps::new(axpy::stencil())
@@ -228,4 +247,20 @@ fn backends_and_time_loops_that_cannot_run_in_place_say_so() {
         .run(3)
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
+}
+
+#[test]
+fn the_emulated_gpu_runs_outputs_in_place() {
+    let x = random([300], 0, 1);
+    let y0 = random([300], 0, 2);
+    let gpu = EmulatedGpu::new();
+    let mut y = y0.clone();
+    axpy(&x, &mut y, 2.0).on(&gpu).run().unwrap();
+    for (p, v) in y.interior_iter() {
+        let want = 2.0 * x[p] + y0[p];
+        let ulps = (v.to_bits() as i64 - want.to_bits() as i64).unsigned_abs();
+        assert!(ulps <= 1, "at {p:?}: {v:e}, expected {want:e}");
+    }
+    let report = stencil::verify_with(axpy::stencil(), &[&gpu], &Default::default()).unwrap();
+    assert!(report.cases > 0, "{report}");
 }

@@ -1,6 +1,7 @@
 //! `stencil::krylov`: every kernel verified against the interpreter on random grids under the
-//! sampled schedules, the vector kernels against plain loops, and a conjugate gradient built
-//! from them converging on a Poisson problem to its exact discrete solution.
+//! sampled schedules (the in-place updates on the emulated GPU too), the vector kernels against
+//! plain loops, and a conjugate gradient built from them converging on a Poisson problem to its
+//! exact discrete solution.
 
 use stencil::krylov::*;
 use stencil::prelude::*;
@@ -39,6 +40,26 @@ fn every_kernel_verifies() {
     verify(residual_update_norm::stencil()).unwrap();
     verify(update_residual::stencil()).unwrap();
     verify(update_residual_jacobi::stencil()).unwrap();
+}
+
+#[test]
+fn in_place_kernels_verify_on_the_emulated_gpu_too() {
+    // `verify` includes the emulator for every kernel it can run: in-place updates included.
+    let report = verify(axpy::stencil()).unwrap();
+    assert!(
+        report.backends.iter().any(|b| b == "ptx-emulator"),
+        "{report}"
+    );
+    for report in [
+        verify(update_residual::stencil()).unwrap(),
+        verify(maxpy3_f32::stencil()).unwrap(),
+        verify(aypx3::stencil()).unwrap(),
+    ] {
+        assert!(
+            report.backends.iter().any(|b| b == "ptx-emulator"),
+            "{report}"
+        );
+    }
 }
 
 #[test]

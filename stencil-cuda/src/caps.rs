@@ -90,7 +90,9 @@ const UNROLLS: [u32; 3] = [1, 2, 4];
 /// option that a variant ignores set to a non-default value (so each schedule appears once).
 /// A kernel with reductions has only the schedules of the reduction variant
 /// ([`codegen::is_reduction_schedule`]: blocks of 256, 128 or 64 threads along x with merge 1,
-/// 2 or 4, block or cyclic).
+/// 2 or 4, block or cyclic). A kernel that reads an output in place has the whole space:
+/// every variant reads such an output from global memory at the thread's own point (see the
+/// `codegen` module), so no variant can see a value another thread stored in the same sweep.
 pub fn is_legal(kernel: &Kernel, shape: &[usize], caps: &DeviceCaps, s: &GpuSchedule) -> bool {
     if codegen::check_kernel(kernel).is_err() || codegen::check_schedule(s).is_err() {
         return false;

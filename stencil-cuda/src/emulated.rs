@@ -7,6 +7,9 @@
 //! Reductions run as on a device: the reduction variant stores one value per reduction block
 //! into a partials buffer per reduction, which is downloaded and combined on the host with
 //! [`stencil_core::reduce::tree`].
+//!
+//! Outputs are uploaded with their current values, so kernels that read an output in place
+//! (`y = a * x + y`) run as on the CPU.
 
 use stencil_core::backend::{Backend, Job};
 use stencil_core::ir::{Kernel, Role};
@@ -300,6 +303,13 @@ impl<T: Element> Backend<T> for EmulatedGpu {
     }
 
     fn supports_reductions(&self) -> bool {
+        true
+    }
+
+    /// Outputs read in place (`y = a * x + y`): every output is uploaded with its values, and
+    /// every variant reads it at the point it stores, before the store (see the `codegen`
+    /// module), so each point sees the value from before the sweep.
+    fn supports_in_place(&self) -> bool {
         true
     }
 

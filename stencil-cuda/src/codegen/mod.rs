@@ -15,6 +15,14 @@
 //! here against the reach of the kernel's reads of it ([`check_halos`]), so generated code never
 //! reads outside a grid's storage.
 //!
+//! Outputs read in place (`y = a * x + y`: an output read at offset zero before its store, see
+//! [`stencil_core::analysis::in_place_outputs`]) are read in every variant straight from the
+//! output's own buffer and geometry at the point the thread is about to store, before the
+//! store, never through a register queue or a shared tile: a point is read and written only by
+//! the thread that computes it, so no thread or block order can let one read see a value of
+//! this sweep, and the schedule space needs no restriction for such kernels. The fused-steps
+//! kernel does not take them (time loops refuse them in core).
+//!
 //! Math: every function of the IR is supported. `neg abs sqrt floor ceil min max div`,
 //! comparisons, logic and selects are native instructions; `exp ln sin cos tan tanh pow` have
 //! no accurate PTX instruction and are emitted inline by `math/` (range reduction and
@@ -34,7 +42,7 @@ mod tile;
 
 use std::collections::BTreeSet;
 
-use stencil_core::ir::{Expr, Kernel};
+use stencil_core::ir::{Expr, Kernel, Role};
 use stencil_core::schedule::{GpuSchedule, GpuVariant, MergeKind};
 use stencil_core::{ElemType, Error, ErrorKind, Geometry, Result};
 
@@ -57,8 +65,9 @@ pub struct LaunchDims {
 /// Options of the generator that do not change what a correct kernel computes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub struct CodegenOptions {
-    /// Test-only hook: the thread-per-point variant reads x-offset 0 at x-offset +1 (a planted
-    /// off-by-one that verification must catch). Never set outside tests.
+    /// Test-only hook: the thread-per-point variant reads inputs' x-offset 0 at x-offset +1 (a
+    /// planted off-by-one that verification must catch; outputs read in place are left alone).
+    /// Never set outside tests.
     #[doc(hidden)]
     pub planted_off_by_one: bool,
 }
@@ -163,7 +172,8 @@ pub fn generate_planted(
 ///
 /// # Errors
 /// As [`generate`]; [`ErrorKind::InvalidSchedule`] also when the kernel has an output besides
-/// `pair.output`, the schedule merges points, or the kernel has reductions.
+/// `pair.output`, the schedule merges points, the kernel has reductions, or it reads an output
+/// in place (time loops refuse such kernels).
 pub fn generate_fused(
     kernel: &Kernel,
     schedule: &GpuSchedule,
@@ -207,6 +217,18 @@ fn generate_entry(
                  blocks of 256 / merge x 1 x 1 threads (merge 1, 2 or 4), one step per launch, \
                  not {schedule:?}",
                 kernel.name
+            ),
+        ));
+    }
+    if fused.is_some()
+        && let Some(&field) = stencil_core::analysis::in_place_outputs(kernel).first()
+    {
+        return Err(Error::new(
+            ErrorKind::InvalidSchedule,
+            format!(
+                "kernel `{}` reads output `{}` in place: the fused-steps kernel does not take                  such kernels (time loops refuse them); run one step per launch",
+                kernel.name,
+                kernel.field(field).name
             ),
         ));
     }
@@ -405,7 +427,8 @@ fn axis_dims(variant: GpuVariant, n_dims: usize) -> [Option<usize>; 3] {
 
 /// Static shared memory (bytes per block) that `schedule` needs for `kernel`: the rings of
 /// the shared-tile variant (per input: planes x (block y + halo) x (block x * merge + halo)
-/// elements), 0 for the other variants.
+/// elements; outputs read in place have no ring: they are read from global memory), 0 for
+/// the other variants.
 pub fn shared_bytes(kernel: &Kernel, schedule: &GpuSchedule) -> u64 {
     if schedule.variant != GpuVariant::SharedTile {
         return 0;
@@ -413,7 +436,9 @@ pub fn shared_bytes(kernel: &Kernel, schedule: &GpuSchedule) -> u64 {
     let axes = axis_dims(schedule.variant, kernel.n_dims);
     let mut ranges: std::collections::BTreeMap<usize, [(i64, i64); 3]> = Default::default();
     for e in &kernel.exprs {
-        if let Expr::Read { field, offset } = e {
+        if let Expr::Read { field, offset } = e
+            && kernel.field(*field).role == Role::Input
+        {
             let r = ranges.entry(field.index()).or_insert([(0, 0); 3]);
             for (a, dim) in axes.iter().enumerate() {
                 let d = dim.map_or(0, |d| i64::from(offset.get(d)));
@@ -716,7 +741,8 @@ impl Ctx<'_> {
         d
     }
 
-    /// Every (input field index, canonical displacement) the kernel reads, sorted.
+    /// Every (field index, canonical displacement) the kernel reads, sorted: inputs, and
+    /// outputs read in place (at displacement zero; see [`Ctx::in_place`]).
     pub(crate) fn reads(&self) -> BTreeSet<(usize, [i64; 3])> {
         self.kernel
             .exprs
@@ -726,6 +752,13 @@ impl Ctx<'_> {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Whether field `f` is an output (so a read of it is a read in place, at the point the
+    /// thread stores: the variants load it from the output's own buffer at the thread's own
+    /// point, never through a register queue or a shared tile).
+    pub(crate) fn in_place(&self, f: usize) -> bool {
+        self.kernel.fields[f].role == Role::Output
     }
 
     /// x step between the merged points of one thread.

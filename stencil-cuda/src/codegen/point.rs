@@ -1,7 +1,8 @@
 //! The thread-per-point variant: a 3-D grid of blocks over the canonical `(z, y, x)` axes;
 //! each thread computes `merge` points along x (block or cyclic layout), each reading its
-//! inputs straight from global memory. Threads past the interior return early, so blocks that
-//! do not divide the shape are masked.
+//! inputs straight from global memory, and an output read in place from the output's own
+//! buffer at the point before storing it there (no other thread touches that point). Threads
+//! past the interior return early, so blocks that do not divide the shape are masked.
 
 use stencil_core::Result;
 
@@ -75,7 +76,7 @@ pub(crate) fn emit(ctx: &mut Ctx<'_>) -> Result<LaunchDims> {
         let mut values = ReadValues::new();
         for &(f, d) in &reads {
             let mut disp = d;
-            if ctx.options.planted_off_by_one && d[2] == 0 {
+            if ctx.options.planted_off_by_one && d[2] == 0 && !ctx.in_place(f) {
                 disp[2] = 1;
             }
             let dst = ctx.b.reg(ctx.fclass);

@@ -9,7 +9,8 @@
 //! 65535 rows folds them into `blockIdx.z * 65535 + blockIdx.y`, and the blocks past the last
 //! row leave before any barrier.
 //!
-//! Each thread evaluates the body at its points (storing outputs as the other variants do)
+//! Each thread evaluates the body at its points (reading outputs read in place at the point
+//! from their own buffers before storing them, as the other variants do)
 //! and writes each reduction's value at point `p` of the block to slot `p` of a shared array of
 //! 256 elements per reduction; a point past the row writes the operation's identity (which
 //! leaves every lane's value unchanged, see [`stencil_core::reduce`]). `bar.sync`; threads

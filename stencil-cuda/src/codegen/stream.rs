@@ -11,6 +11,12 @@
 //!   cooperatively between two `bar.sync`s, and every read comes from shared memory.
 //!   Threads past the interior stay in the loop (they help load and reach every barrier) but
 //!   compute nothing.
+//!
+//! In both, an output read in place has no queue and no tile: each valid point loads it from
+//! the output's own buffer at that very point just before evaluating (and storing) it. A
+//! cooperative tile would load points that other threads store, safe only as long as every
+//! such load stays ordered before those stores; the direct load needs no such argument (only
+//! this thread stores that point, after the load), and spares the tile's shared memory.
 
 use std::collections::BTreeMap;
 
@@ -206,11 +212,12 @@ pub(super) fn bra(ctx: &mut Ctx<'_>, target: Label) {
 }
 
 /// One column per (input, y-offset, x-offset from the thread's first point) over all merged
-/// points; queue registers start at zero so a column outside the storage is never undefined.
+/// points (outputs read in place have none); queue registers start at zero so a column outside
+/// the storage is never undefined.
 fn build_columns(ctx: &mut Ctx<'_>, st: &mut Stream) {
     let step = ctx.merge_step();
     let mut ranges: BTreeMap<(usize, i64, i64), (i64, i64)> = BTreeMap::new();
-    for &(f, d) in &ctx.reads() {
+    for &(f, d) in ctx.reads().iter().filter(|(f, _)| !ctx.in_place(*f)) {
         for k in 0..i64::from(ctx.schedule.merge) {
             let key = (f, d[1], k * step + d[2]);
             let r = ranges.entry(key).or_insert((d[0], d[0]));
@@ -322,7 +329,21 @@ fn plane(ctx: &mut Ctx<'_>, st: &Stream, shared: bool) -> Result<()> {
         branch(ctx, st.valid[k as usize], true, skip);
         let mut values = ReadValues::new();
         for &(f, d) in &reads {
-            let reg = if shared {
+            let reg = if ctx.in_place(f) {
+                // The output at this very point, from its own buffer, before the store below.
+                let dst = ctx.b.reg(ctx.fclass);
+                let offset = ctx.disp_bytes(ctx.layouts[f], d) + k * step * esz;
+                ctx.b.push(Inst::Ld {
+                    space: Space::Global,
+                    ty: ctx.fty,
+                    dst,
+                    addr: Address {
+                        base: st.ptrs[f],
+                        offset,
+                    },
+                });
+                dst
+            } else if shared {
                 let ti = st.tiles.iter().position(|t| t.field == f).expect("tile");
                 let t = &st.tiles[ti];
                 let base = slot_bases[ti][(d[0] - t.range[0].0) as usize];

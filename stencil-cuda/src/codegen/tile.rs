@@ -1,5 +1,5 @@
 //! The shared-memory side of the `SharedTile` streaming variant: one ring of tiles per input
-//! (planes `z+zmin ..= z+zmax`, each covering the block's points plus the input's halo
+//! (outputs read in place have none; planes `z+zmin ..= z+zmax`, each covering the block's points plus the input's halo
 //! along y and x), and the cooperative copy of one plane into a ring slot. Points outside the
 //! field's storage are skipped: no valid point reads them.
 
@@ -34,12 +34,14 @@ impl Tile {
     }
 }
 
-/// One shared ring per input, sized from the input's displacement ranges.
+/// One shared ring per input, sized from the input's displacement ranges (outputs read in
+/// place have none: they are read from global memory at the thread's own point, as
+/// [`codegen::shared_bytes`](super::shared_bytes) counts).
 pub(super) fn build_tiles(ctx: &mut Ctx<'_>, st: &mut Stream) {
     let [bx, by, _] = ctx.schedule.block.map(i64::from);
     let m = i64::from(ctx.schedule.merge);
     let mut ranges: BTreeMap<usize, [(i64, i64); 3]> = BTreeMap::new();
-    for &(f, d) in &ctx.reads() {
+    for &(f, d) in ctx.reads().iter().filter(|(f, _)| !ctx.in_place(*f)) {
         let r = ranges.entry(f).or_insert([(0, 0); 3]);
         for a in 0..3 {
             r[a].0 = r[a].0.min(d[a]);

@@ -112,6 +112,13 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
         true
     }
 
+    /// Outputs read in place (`y = a * x + y`): every output is uploaded with its values, and
+    /// every variant reads it at the point it stores, before the store (see the `codegen`
+    /// module), so each point sees the value from before the sweep.
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+
     /// Uploads the job's grids, launches, downloads the outputs; for a kernel with reductions
     /// also downloads each thread block's value and combines them on the host in the order
     /// of [`stencil_core::reduce`].
@@ -176,7 +183,7 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
             // scalars, one partials buffer per reduction of the length the generator gave),
             // the buffers hold whole grids of the geometries the code was generated for (the
             // job validated shapes, `check_halos` every input's halo against its reads), and
-            // outputs are distinct buffers.
+            // outputs are distinct buffers, read (in place) and written at interior points only.
             unsafe { builder.launch(config) }.map_err(driver_error("kernel launch"))?;
         }
         for (buf, view) in outs.iter().zip(outputs.iter_mut()) {

@@ -265,7 +265,8 @@ impl CudaDevice {
     }
 
     /// Runs `stencil` once on device grids: `inputs` and `outputs` in the kernel's declaration
-    /// order of each kind, `params` likewise. Asynchronous: call
+    /// order of each kind, `params` likewise. An output the kernel reads in place
+    /// (`y = a * x + y`) gives each point its value from before the call. Asynchronous: call
     /// [`synchronize`](Self::synchronize) or download to wait.
     ///
     /// # Errors
@@ -408,8 +409,8 @@ impl CudaDevice {
         // declared them), and the code was generated for these very geometries, whose storage
         // the buffers hold in full; every input's halo covers the reach of its reads
         // (`check_halos`), so every access stays inside interior plus halo; outputs (distinct
-        // `&mut` buffers) are written at interior points only, partials at indices below
-        // their length.
+        // `&mut` buffers) are read in place and written at interior points only, partials at
+        // indices below their length.
         unsafe { builder.launch(config) }.map_err(driver_error("kernel launch"))?;
         Ok(Some((partials, loaded.partials)))
     }

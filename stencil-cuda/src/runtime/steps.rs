@@ -172,8 +172,9 @@ impl CudaDevice {
     /// constant halo.
     ///
     /// # Errors
-    /// [`ErrorKind::BadArgument`] for a rotation or fields that do not fit the kernel, or a
-    /// grid of another device; [`ErrorKind::ShapeMismatch`] / [`ErrorKind::HaloTooNarrow`] as
+    /// [`ErrorKind::BadArgument`] for a rotation or fields that do not fit the kernel, a kernel
+    /// with reductions or one that reads an output in place (as host time loops refuse them),
+    /// or a grid of another device; [`ErrorKind::ShapeMismatch`] / [`ErrorKind::HaloTooNarrow`] as
     /// for [`run`](Self::run); generator and driver errors.
     pub fn run_steps<T: GpuElement, const D: usize>(
         self: &Arc<Self>,
@@ -194,6 +195,21 @@ impl CudaDevice {
                 kernel.params.len(),
                 fields.len(),
                 params.len()
+            )));
+        }
+        if kernel.has_reductions() {
+            return Err(bad(format!(
+                "kernel `{}` has reductions, which a time loop cannot return: call it once per \
+                 step with `CudaDevice::run_reducing`",
+                kernel.name
+            )));
+        }
+        if let Some(&field) = stencil_core::analysis::in_place_outputs(kernel).first() {
+            return Err(bad(format!(
+                "kernel `{}` reads output `{}` in place, which time loops do not support: call \
+                 it once per step with `CudaDevice::run`",
+                kernel.name,
+                kernel.field(field).name
             )));
         }
         let radius = stencil_core::analysis::radius(kernel).max() as usize;
