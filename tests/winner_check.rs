@@ -219,7 +219,7 @@ impl Backend<f64> for WrongReduction {
         "emulated gpu with one wrong reduction".into()
     }
     fn default_schedule(&self, _: &Kernel, _: &[usize]) -> Schedule {
-        self.schedules[0].clone()
+        self.schedules[0]
     }
     fn sample_schedules(&self, _: &Kernel, _: &[usize]) -> Vec<Schedule> {
         self.schedules.to_vec()
@@ -250,8 +250,8 @@ impl Backend<f64> for WrongReduction {
                 DimValue::Name("planted".into()),
             ],
         );
-        let schedules = self.schedules.clone();
-        let mut tuning = TuningSpace::new(space, move |p| Some(schedules[p[0]].clone()));
+        let schedules = self.schedules;
+        let mut tuning = TuningSpace::new(space, move |p| Some(schedules[p[0]]));
         tuning.default_point = Some(vec![0]);
         Some(tuning)
     }
@@ -265,7 +265,7 @@ fn a_winner_with_a_wrong_reduction_is_rejected() {
         <EmulatedGpu as Backend<f64>>::sample_schedules(&gpu, dot2::stencil().kernel(), &x.shape());
     let backend = WrongReduction {
         gpu,
-        schedules: [legal[0].clone(), legal[1].clone()],
+        schedules: [legal[0], legal[1]],
     };
     let mut s = Sum::new();
     let report = dot2(&x, &y, &mut s)
