@@ -526,7 +526,7 @@ fn reductions_are_passed_to_the_launch_and_folded_into_blocks() {
         // Two output runs: the grid's, then the reduction's block values.
         "let [__out0 , __out1] = outs",
         // Points folded into lanes as they are computed, one value per block.
-        "acc0 [x] = acc0 [x] + e",
+        "acc0 [l] = acc0 [l] + val0 [l] ;",
         "o1 [index] = :: stencil :: __private :: reduce :: combine_lanes (:: stencil :: __private :: ReduceOp :: Sum , acc0) ;",
     ] {
         assert!(
