@@ -3,10 +3,12 @@
 //! update more than once), every sampled schedule and the generic path, and on the emulated
 //! GPU; misuse, and backends that cannot run them, are errors.
 
+mod common;
+
 use stencil::prelude::*;
 use stencil::{
-    Backend, CpuBackend, CpuSchedule, EmulatedGpu, ErrorKind, Job, Kernel, KernelBuilder, Schedule,
-    Stencil, TunePolicy, interp, verify,
+    CpuBackend, CpuSchedule, EmulatedGpu, ErrorKind, KernelBuilder, Schedule, Stencil, TunePolicy,
+    interp, verify,
 };
 use stencil_core::rng::Rng;
 
@@ -205,30 +207,12 @@ fn each_input_needs_only_the_halo_its_own_reads_reach() {
     );
 }
 
-/// A backend that keeps the trait's default `supports_in_place` (false): runs on the CPU.
-struct NoInPlace;
-
-impl Backend<f64> for NoInPlace {
-    fn name(&self) -> String {
-        "no-in-place".into()
-    }
-    fn default_schedule(&self, kernel: &Kernel, shape: &[usize]) -> Schedule {
-        <CpuBackend as Backend<f64>>::default_schedule(CpuBackend::global(), kernel, shape)
-    }
-    fn sample_schedules(&self, kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
-        <CpuBackend as Backend<f64>>::sample_schedules(CpuBackend::global(), kernel, shape)
-    }
-    fn run(&self, job: &mut Job<'_, f64>, schedule: &Schedule) -> stencil::Result<()> {
-        CpuBackend::global().run(job, schedule)
-    }
-}
-
 #[test]
 fn backends_and_time_loops_that_cannot_run_in_place_say_so() {
     let x = random([300], 0, 1);
     let mut y = random([300], 0, 2);
     let y0 = y.clone();
-    let refusing = NoInPlace;
+    let refusing = common::PlainCpu;
     let e = axpy(&x, &mut y, 2.0).on(&refusing).run().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BackendUnavailable, "{e}");
     assert!(e.to_string().contains("in place"), "{e}");

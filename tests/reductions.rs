@@ -2,29 +2,14 @@
 //! against an independent implementation of the documented order, bit-identical across
 //! threads and schedules, and every misuse an `Err`.
 
+mod common;
+
 use stencil::prelude::*;
 use stencil::{
-    Backend, CpuBackend, CpuSchedule, ErrorKind, Job, Kernel, KernelBuilder, ReduceOp, Schedule,
-    Stencil, VerifyConfig, interp, verify, verify_with,
+    CpuBackend, CpuSchedule, ErrorKind, KernelBuilder, ReduceOp, Schedule, Stencil, VerifyConfig,
+    interp, verify, verify_with,
 };
 
-/// The CPU backend without reductions (the trait's default `supports_reductions`).
-struct NoReductions;
-
-impl Backend<f64> for NoReductions {
-    fn name(&self) -> String {
-        "no-reductions".into()
-    }
-    fn default_schedule(&self, kernel: &Kernel, shape: &[usize]) -> Schedule {
-        <CpuBackend as Backend<f64>>::default_schedule(CpuBackend::global(), kernel, shape)
-    }
-    fn sample_schedules(&self, kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
-        <CpuBackend as Backend<f64>>::sample_schedules(CpuBackend::global(), kernel, shape)
-    }
-    fn run(&self, job: &mut Job<'_, f64>, schedule: &Schedule) -> stencil::Result<()> {
-        CpuBackend::global().run(job, schedule)
-    }
-}
 use stencil_core::rng::Rng;
 
 stencil! {
@@ -305,7 +290,7 @@ fn misuse_is_an_error_and_leaves_the_targets_alone() {
     assert_eq!(e.kind(), ErrorKind::BadArgument);
 
     // A backend that does not compute reductions.
-    let gpu = NoReductions;
+    let gpu = common::PlainCpu;
     let e = call(&stencil, &u, &mut out)
         .reduction("s", &mut s)
         .reduction("lo", &mut lo)

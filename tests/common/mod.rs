@@ -1,5 +1,5 @@
-//! What the tuning and padding tests share: the 7-point heat kernel, a 64^3 random grid and a
-//! fresh tuning cache file.
+//! What the tests share: the 7-point heat kernel, a 64^3 random grid, a fresh tuning cache
+//! file, and a backend that declares none of the optional capabilities.
 
 #![allow(dead_code)] // Each test crate uses its own part.
 
@@ -37,4 +37,40 @@ pub(crate) fn random_grid(seed: u64) -> Grid3<f64> {
         (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
     });
     u
+}
+
+/// The CPU backend behind the `Backend` trait's defaults for every optional capability
+/// (`supports_reductions`, `supports_in_place`: false), to test what the facade does with a
+/// backend that cannot run a kernel.
+pub(crate) struct PlainCpu;
+
+impl stencil::Backend<f64> for PlainCpu {
+    fn name(&self) -> String {
+        "plain-cpu".into()
+    }
+    fn default_schedule(&self, kernel: &stencil::Kernel, shape: &[usize]) -> stencil::Schedule {
+        <stencil::CpuBackend as stencil::Backend<f64>>::default_schedule(
+            stencil::CpuBackend::global(),
+            kernel,
+            shape,
+        )
+    }
+    fn sample_schedules(
+        &self,
+        kernel: &stencil::Kernel,
+        shape: &[usize],
+    ) -> Vec<stencil::Schedule> {
+        <stencil::CpuBackend as stencil::Backend<f64>>::sample_schedules(
+            stencil::CpuBackend::global(),
+            kernel,
+            shape,
+        )
+    }
+    fn run(
+        &self,
+        job: &mut stencil::Job<'_, f64>,
+        schedule: &stencil::Schedule,
+    ) -> stencil::Result<()> {
+        stencil::Backend::run(stencil::CpuBackend::global(), job, schedule)
+    }
 }

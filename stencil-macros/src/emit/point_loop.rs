@@ -414,6 +414,36 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
     }
 }
 
+/// The names and arguments every point loop of `block` takes besides its outputs: one window
+/// per input row read (`rK`, with `extras[K]` points beyond the row) and the parameters used
+/// (`pK`), and the row function's expressions for them.
+struct LoopArgs {
+    reads: Vec<Ident>,
+    extras: Vec<proc_macro2::Literal>,
+    params: Vec<Ident>,
+    read_args: Vec<TokenStream>,
+    param_args: Vec<TokenStream>,
+}
+
+impl LoopArgs {
+    fn of(plan: &LoopPlan, block: &RowBlock) -> LoopArgs {
+        LoopArgs {
+            reads: (0..block.windows.len()).map(|k| ident("r", k)).collect(),
+            extras: block.windows.iter().map(Window::extra).collect(),
+            params: plan.params.iter().map(|&k| ident("p", k)).collect(),
+            read_args: block.window_rows(),
+            param_args: plan
+                .params
+                .iter()
+                .map(|&k| {
+                    let k = proc_macro2::Literal::usize_unsuffixed(k);
+                    quote!(args.param(#k))
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The point loops of `block` (`__point_loop`, `__point_loop_streaming`,
 /// `__point_loop_prefetching`, suffixed for a jammed block) and the body of the row function
 /// that calls them (running `first` before anything else).
@@ -434,18 +464,13 @@ fn block_functions(
         .flat_map(|r| (0..plan.n_outputs).map(move |k| (k, r)))
         .map(|(k, r)| block.output(k, r))
         .collect();
-    let reads: Vec<Ident> = (0..block.windows.len()).map(|k| ident("r", k)).collect();
-    let extras: Vec<proc_macro2::Literal> = block.windows.iter().map(Window::extra).collect();
-    let params: Vec<Ident> = plan.params.iter().map(|&k| ident("p", k)).collect();
-    let read_args = block.window_rows();
-    let param_args: Vec<TokenStream> = plan
-        .params
-        .iter()
-        .map(|&k| {
-            let k = proc_macro2::Literal::usize_unsuffixed(k);
-            quote!(args.param(#k))
-        })
-        .collect();
+    let LoopArgs {
+        reads,
+        extras,
+        params,
+        read_args,
+        param_args,
+    } = LoopArgs::of(plan, block);
     let (first_output, other_outputs) = outputs
         .split_first()
         .unwrap_or_else(|| unreachable!("stencil!: bug in emit: a verified kernel has an output"));
@@ -665,18 +690,13 @@ fn reducing_functions(
             quote!(#p::ReduceOp::#op)
         })
         .collect();
-    let reads: Vec<Ident> = (0..block.windows.len()).map(|k| ident("r", k)).collect();
-    let extras: Vec<proc_macro2::Literal> = block.windows.iter().map(Window::extra).collect();
-    let params: Vec<Ident> = plan.params.iter().map(|&k| ident("p", k)).collect();
-    let read_args = block.window_rows();
-    let param_args: Vec<TokenStream> = plan
-        .params
-        .iter()
-        .map(|&k| {
-            let k = proc_macro2::Literal::usize_unsuffixed(k);
-            quote!(args.param(#k))
-        })
-        .collect();
+    let LoopArgs {
+        reads,
+        extras,
+        params,
+        read_args,
+        param_args,
+    } = LoopArgs::of(plan, block);
     let name = |id: ExprId| block.node(id.index(), 0);
     let read = |k: usize| block.read(0, k);
     let own = |k: usize| {
