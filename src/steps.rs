@@ -64,7 +64,7 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use stencil_core::grid::{Grid, Side};
+use stencil_core::grid::{Boundary, Grid, Side};
 use stencil_core::steps::StepGrid;
 use stencil_core::{
     Backend, Element, Error, ErrorKind, FieldId, Kernel, Result, Role, Rotation, Schedule, Stencil,
@@ -97,7 +97,29 @@ pub struct Steps<'g, T: Element, const D: usize> {
     schedule: Option<Schedule>,
     tune: TuneSettings,
     every: Option<Every<'g, T, D>>,
+    /// The ranks' domain, for a time loop on distributed grids.
+    across: Option<&'g dyn Distribution<T, D>>,
     error: Option<Error>,
+}
+
+/// What a time loop needs of a distributed domain (`stencil::mpi::Domain`): halo
+/// exchanges, the boundary conditions that apply on this rank, the ghost depth, and tuning
+/// shared between ranks of the same local shape.
+#[doc(hidden)]
+pub trait Distribution<T: Element, const D: usize> {
+    /// Fills the grid's ghost zones and halo from the ranks that own those points.
+    fn exchange(&self, grid: &mut Grid<T, D>) -> Result<()>;
+    /// The grid's (global) boundary conditions with rank faces made `UserManaged`.
+    fn local_faces(&self, faces: &[[Boundary<T>; 2]; D]) -> [[Boundary<T>; 2]; D];
+    /// The ghost depth on rank faces.
+    fn ghost(&self) -> usize;
+    /// Runs `choose` on one rank of every group of ranks with the same local `shape` and
+    /// gives its result to the group.
+    fn share_tuning(
+        &self,
+        shape: &[usize],
+        choose: &mut dyn FnMut() -> Result<TuneReport>,
+    ) -> Result<TuneReport>;
 }
 
 /// What [`Steps::every`] calls back, and how often.
@@ -183,6 +205,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             schedule: None,
             tune: TuneSettings::default(),
             every: None,
+            across: None,
             error: None,
         };
         if kernel.n_dims != D {
@@ -296,6 +319,35 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
         self
     }
 
+    /// Runs the time loop on grids distributed over MPI ranks (feature `mpi`): the bound
+    /// grids are this rank's local grids of `domain` (from
+    /// [`Domain::grid`](crate::mpi::Domain::grid)), every rank runs the same call, and the
+    /// owned boxes end as one process's grids would (see [`crate::mpi`]).
+    ///
+    /// Before the first step and then every `ghost / radius` steps (every step with a ghost
+    /// depth of 0), the grids the next step reads are exchanged: every chain's inputs, and
+    /// at the start the coefficients bound with [`grid`](Self::grid). Coefficients bound
+    /// read-only with [`input`](Self::input) cannot be exchanged by the loop: give them their
+    /// halo first ([`Domain::exchange`](crate::mpi::Domain::exchange), which
+    /// [`fill_with`](crate::mpi::Domain::fill_with) and
+    /// [`scatter`](crate::mpi::Domain::scatter) call). Between exchanges the local loop
+    /// applies the grids' boundary conditions on the faces of the global interior only.
+    /// The schedule is tuned (or found in the cache) by the lowest rank of every group of
+    /// ranks with the same local shape, and shared with the group.
+    ///
+    /// [`run`](Self::run) then also fails with [`ErrorKind::BadArgument`] when the domain's
+    /// ghost depth is neither 0 nor at least the kernel's radius, and with the errors of
+    /// [`Domain::exchange`](crate::mpi::Domain::exchange) for grids that are not the
+    /// domain's. A [`every`](Self::every) callback sees the local grids.
+    #[cfg(feature = "mpi")]
+    pub fn across(mut self, domain: &'g crate::mpi::Domain<D>) -> Self
+    where
+        T: crate::mpi::MpiElement,
+    {
+        self.across = Some(domain);
+        self
+    }
+
     /// Uses no tuning cache file: the schedule is tuned once per process.
     pub fn without_tuning_cache(mut self) -> Self {
         self.tune.cache = Some(CacheChoice::Without);
@@ -357,22 +409,40 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             Some(b) => b,
             None => CpuBackend::global(),
         };
-        let tuning = match self.schedule {
-            Some(schedule) => {
+        // Steps per halo exchange on distributed grids (all of them otherwise).
+        let per_exchange = match self.across {
+            Some(across) => self.steps_per_exchange(across.ghost())?,
+            None => usize::MAX,
+        };
+        let tuning = match (self.schedule, self.across) {
+            (Some(schedule), _) => {
                 TuneReport::plain(tuning::TuningSource::Given, schedule, String::new())
             }
-            None => self.choose(&rotation, &params, backend, steps)?,
+            (None, None) => self.choose(&rotation, &params, backend, steps)?,
+            (None, Some(across)) => {
+                let shape: Vec<usize> = grid_ref(&self.grids[0]).shape().to_vec();
+                across.share_tuning(&shape, &mut || {
+                    self.choose(&rotation, &params, backend, steps)
+                })?
+            }
         };
         let mut params = params;
         let mut done = 0;
         let mut stopped = false;
         let mut seconds = 0.0;
         let mut every = self.every.take();
+        let mut since_callback = 0;
         while done < steps && !stopped {
             let chunk = every
                 .as_ref()
-                .map_or(steps - done, |e| e.interval.min(steps - done));
+                .map_or(steps - done, |e| {
+                    (e.interval - since_callback).min(steps - done)
+                })
+                .min(per_exchange);
             let timer = Instant::now();
+            if let Some(across) = self.across {
+                self.exchange(across, &rotation, done == 0)?;
+            }
             let result = self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk);
             seconds += timer.elapsed().as_secs_f64();
             let ran = match result {
@@ -380,9 +450,11 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 (_, Err(e)) => return Err(e),
             };
             done += ran;
+            since_callback += ran;
             if let Some(every) = &mut every
-                && ran == every.interval
+                && since_callback == every.interval
             {
+                since_callback = 0;
                 let mut state = StepState {
                     kernel,
                     step: done,
@@ -398,6 +470,47 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             tuning,
             seconds,
         })
+    }
+
+    /// How many steps a time loop on distributed grids with ghost depth `ghost` runs per
+    /// exchange: `ghost / radius`, 1 for no ghost zone, all for a kernel of radius 0.
+    fn steps_per_exchange(&self, ghost: usize) -> Result<usize> {
+        let kernel = self.stencil.kernel();
+        let radius = stencil_core::analysis::radius(kernel).max() as usize;
+        match (radius, ghost) {
+            (0, _) => Ok(usize::MAX),
+            (_, 0) => Ok(1),
+            (r, g) if g >= r => Ok(g / r),
+            (r, g) => Err(Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "kernel `{}` reads {r} points away but the domain's ghost zones are {g}                      deep: use a ghost depth of 0 (an exchange every step) or at least {r}",
+                    kernel.name
+                ),
+            )),
+        }
+    }
+
+    /// Exchanges the grids the next step reads: every chain's inputs, and with `first` the
+    /// coefficients bound mutably.
+    fn exchange(
+        &mut self,
+        across: &dyn Distribution<T, D>,
+        rotation: &Rotation,
+        first: bool,
+    ) -> Result<()> {
+        let kernel = self.stencil.kernel();
+        for (i, slot) in self.grids.iter_mut().enumerate() {
+            let field = FieldId::new(i);
+            let read = match rotation.position(field) {
+                Some((_, p)) => p >= 1,
+                None => first && kernel.field(field).role == Role::Input,
+            };
+            if let (true, Some(StepsGrid::Write(grid))) = (read, slot) {
+                across.exchange(grid)?;
+            }
+        }
+        Ok(())
     }
 
     /// Runs `steps` steps from the grids as they are, then rotates them so their names hold
@@ -423,8 +536,10 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     }
 
     /// The validated job over the bound grids, as they are.
-    fn job(&mut self, rotation: &Rotation, params: &[T]) -> Result<StepsJob<'_, T>> {
+    fn job<'s>(&'s mut self, rotation: &Rotation, params: &[T]) -> Result<StepsJob<'s, T>> {
         let kernel = self.stencil.kernel();
+        let across = self.across;
+        let step_grid = |grid: &'s mut Grid<T, D>| step_grid(grid, across);
         let mut chain_grids: Vec<Vec<Option<StepGrid<'_, T>>>> = rotation
             .chains()
             .iter()
@@ -674,9 +789,16 @@ fn leading_planes<T: Element, const D: usize>(
     Ok(copy)
 }
 
-/// A written grid as the job sees it: its storage (marked as written) and its faces.
-fn step_grid<'v, T: Element, const D: usize>(grid: &'v mut Grid<T, D>) -> StepGrid<'v, T> {
-    let faces = grid.boundaries().to_vec();
+/// A written grid as the job sees it: its storage (marked as written) and its faces (on
+/// distributed grids, those that apply on this rank).
+fn step_grid<'v, T: Element, const D: usize>(
+    grid: &'v mut Grid<T, D>,
+    across: Option<&dyn Distribution<T, D>>,
+) -> StepGrid<'v, T> {
+    let faces = match across {
+        Some(across) => across.local_faces(grid.boundaries()).to_vec(),
+        None => grid.boundaries().to_vec(),
+    };
     let constant_faces_filled = grid.halo_filled();
     StepGrid {
         view: grid.time_loop_view(),

@@ -124,6 +124,9 @@ pub enum TuningSource {
     Model,
     /// Tuned by this call.
     Tuned,
+    /// On grids distributed over MPI ranks: chosen by another rank with the same local
+    /// shape (tuned there, or found in its cache) and received from it.
+    Shared,
 }
 
 /// What first-call tuning did for one call (see the module documentation); its `Display` is
@@ -188,6 +191,7 @@ impl fmt::Display for TuneReport {
             TuningSource::Default => write!(f, "tuning: none, default schedule")?,
             TuningSource::Remembered => write!(f, "tuning: remembered")?,
             TuningSource::CacheHit => write!(f, "tuning: cache hit")?,
+            TuningSource::Shared => write!(f, "tuning: shared by another rank")?,
             TuningSource::Model => write!(f, "tuning: off, the model's choice")?,
             TuningSource::Tuned => write!(
                 f,

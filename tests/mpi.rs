@@ -1,0 +1,450 @@
+//! Grids distributed over MPI ranks give the single-process result bit for bit (feature
+//! `mpi`; run under `mpirun`, see `.ci/run`):
+//!
+//! ```text
+//! cargo test --features mpi --test mpi --no-run   # prints the binary's path
+//! mpirun --allow-run-as-root --oversubscribe -np 4 target/debug/deps/mpi-<hash>
+//! ```
+//!
+//! Every rank runs every case: 2-D and 3-D kernels of radius 1 to 4 (from text, with a
+//! coefficient grid and corner reads, and one from `stencil!`), every boundary condition,
+//! periodic dimensions, odd shapes that no process grid divides, every process grid of the
+//! rank count, ghost depths of 0 (an exchange per step), the radius, and twice it (two steps
+//! per exchange), time loops and single sweeps. Rank 0 computes each case in one process on
+//! random data and compares the gathered grids, interior and halo, bit for bit. Cases that the
+//! layout cannot hold must fail with the documented error on every rank. With
+//! `STENCIL_MPI_TEST_ABORT=1` the last rank fails alone and must abort the job.
+
+use stencil::mpi::{Decomposition, Domain};
+use stencil::prelude::*;
+use stencil::{ErrorKind, Launch, Stencil, Steps};
+
+stencil! {
+    /// The 7-point heat step, from the macro (generated loop).
+    #[rotate(out -> u)]
+    fn heat(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
+                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
+    }
+}
+
+/// A kernel of radius `r` in `dims` dimensions: axis reads at distance `r`, a corner read at
+/// distance `r` in every dimension, and a coefficient grid read at offsets.
+fn kernel_text(dims: usize, r: usize) -> String {
+    let idx = ["i", "j", "k"];
+    let at = |offs: &[isize]| -> String {
+        (0..dims)
+            .map(|d| match offs[d] {
+                0 => idx[d].to_string(),
+                o if o > 0 => format!("{}+{o}", idx[d]),
+                o => format!("{}{o}", idx[d]),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let r = r as isize;
+    let mut axis = Vec::new();
+    for d in 0..dims {
+        for s in [-r, r] {
+            let mut o = vec![0; dims];
+            o[d] = s;
+            axis.push(format!("u[{}]", at(&o)));
+        }
+    }
+    let corner: Vec<isize> = (0..dims).map(|d| if d % 2 == 0 { -r } else { r }).collect();
+    let near: Vec<isize> = (0..dims).map(|d| if d % 2 == 0 { 1 } else { -1 }).collect();
+    let zero = vec![0; dims];
+    let ty = format!("Grid{dims}<f64>");
+    format!(
+        "fn step(u: &{ty}, c: &{ty}, out: &mut {ty}, a: f64) {{
+            out[{z}] = a * u[{z}] + 0.1 * ({axis}) + 0.05 * u[{corner}] * c[{near}]
+                - 0.02 * c[{z}] * u[{near}];
+        }}",
+        z = at(&zero),
+        axis = axis.join(" + "),
+        corner = at(&corner),
+        near = at(&near),
+    )
+}
+
+/// A value of global point `p` of field `seed`: random-looking, never zero.
+fn value<const D: usize>(seed: u64, p: [usize; D]) -> f64 {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for &c in &p {
+        x = (x ^ c as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x ^= x >> 31;
+    }
+    0.25 + (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Every process grid of `ranks` ranks in `D` dimensions.
+fn process_grids<const D: usize>(ranks: usize) -> Vec<[usize; D]> {
+    let mut out = Vec::new();
+    let mut dims = [1usize; D];
+    fn rec<const D: usize>(
+        rest: usize,
+        d: usize,
+        dims: &mut [usize; D],
+        out: &mut Vec<[usize; D]>,
+    ) {
+        if d + 1 == D {
+            dims[d] = rest;
+            out.push(*dims);
+            return;
+        }
+        for p in (1..=rest).filter(|p| rest.is_multiple_of(*p)) {
+            dims[d] = p;
+            rec(rest / p, d + 1, dims, out);
+        }
+    }
+    rec(ranks, 0, &mut dims, &mut out);
+    out
+}
+
+struct Case<const D: usize> {
+    shape: [usize; D],
+    dims: [usize; D],
+    radius: usize,
+    ghost: usize,
+    faces: [[Boundary<f64>; 2]; D],
+    steps: usize,
+}
+
+impl<const D: usize> Case<D> {
+    fn periodic(&self) -> [bool; D] {
+        std::array::from_fn(|d| self.faces[d][0] == Boundary::Periodic)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "shape {:?} over {:?}, radius {}, ghost {}, faces {:?}, {} steps",
+            self.shape, self.dims, self.radius, self.ghost, self.faces, self.steps
+        )
+    }
+}
+
+fn set_faces<const D: usize>(grid: &mut Grid<f64, D>, faces: &[[Boundary<f64>; 2]; D]) {
+    for (d, pair) in faces.iter().enumerate() {
+        for (side, &b) in [Side::Low, Side::High].into_iter().zip(pair) {
+            grid.set_face_boundary(d, side, b).unwrap();
+        }
+    }
+}
+
+/// Every point of `grid`, interior and halo, as bits (the halo's `UserManaged` faces are not
+/// compared: nothing writes them).
+fn bits<const D: usize>(grid: &Grid<f64, D>, faces: &[[Boundary<f64>; 2]; D]) -> Vec<u64> {
+    let h = grid.halo() as isize;
+    let n = grid.shape();
+    let user = faces.iter().flatten().any(|b| *b == Boundary::UserManaged);
+    let total: usize = n.iter().map(|&x| x + 2 * grid.halo()).product();
+    let mut out = Vec::with_capacity(total);
+    for flat in 0..total {
+        let mut rest = flat;
+        let mut p = [0isize; D];
+        for d in (0..D).rev() {
+            let w = n[d] as isize + 2 * h;
+            p[d] = (rest as isize % w) - h;
+            rest /= w as usize;
+        }
+        let inside = (0..D).all(|d| (0..n[d] as isize).contains(&p[d]));
+        if user && !inside {
+            continue;
+        }
+        out.push(grid.get(p).unwrap().to_bits());
+    }
+    out
+}
+
+/// Runs one case on every rank: a time loop and a single sweep across ranks, compared on
+/// rank 0 with one process. Returns whether it ran (false: the layout refused it, as it
+/// must).
+fn run_case<const D: usize>(
+    world: &impl stencil::mpi::bindings::traits::Communicator,
+    case: &Case<D>,
+) -> bool {
+    let stencil: Stencil<f64> = stencil::parse(&kernel_text(D, case.radius)).unwrap();
+    let built = Domain::<D>::builder(case.shape)
+        .halo(case.radius)
+        .ghost(case.ghost)
+        .periodic(case.periodic())
+        .process_grid(case.dims)
+        .build(world);
+    let fits = Decomposition::with_dims(case.shape, case.dims, case.radius.max(case.ghost)).is_ok();
+    let domain = match built {
+        Ok(d) => {
+            assert!(
+                fits,
+                "a layout that cannot hold the halo was accepted: {}",
+                case.describe()
+            );
+            d
+        }
+        Err(e) => {
+            assert!(!fits, "{}: {e}", case.describe());
+            assert_eq!(e.kind(), ErrorKind::InvalidShape, "{}", case.describe());
+            return false;
+        }
+    };
+    let mut u = domain.grid::<f64>().unwrap();
+    set_faces(&mut u, &case.faces);
+    domain.fill_with(&mut u, |p| value(1, p)).unwrap();
+    let mut c = domain.grid::<f64>().unwrap();
+    set_faces(&mut c, &case.faces);
+    domain.fill_with(&mut c, |p| value(2, p)).unwrap();
+    let mut out = u.like();
+    out.fill_with(|_| f64::NAN);
+
+    // A single sweep across ranks: exchange, then run on the local grid.
+    let mut swept = u.like();
+    domain.exchange(&mut u).unwrap();
+    Launch::new(&stencil)
+        .input("u", &u)
+        .input("c", &c)
+        .output("out", &mut swept)
+        .param("a", 0.3)
+        .run()
+        .unwrap();
+    let swept = domain.gather(&swept).unwrap();
+
+    let report = Steps::new(&stencil)
+        .rotate(&["out", "u"])
+        .grid("u", &mut u)
+        .grid("out", &mut out)
+        .input("c", &c)
+        .param("a", 0.3)
+        .without_tuning_cache()
+        .across(&domain)
+        .run(case.steps)
+        .unwrap();
+    assert_eq!(report.steps, case.steps);
+    let got_u = domain.gather(&u).unwrap();
+    let got_out = domain.gather(&out).unwrap();
+    if domain.rank() == 0 {
+        let mut gu = Grid::<f64, D>::with_halo(case.shape, case.radius).unwrap();
+        gu.fill_with(|p| value(1, p));
+        set_faces(&mut gu, &case.faces);
+        let mut gc = gu.like();
+        gc.fill_with(|p| value(2, p));
+        set_faces(&mut gc, &case.faces);
+        gc.update_halo();
+        let mut gout = gu.like();
+        Launch::new(&stencil)
+            .input("u", &gu)
+            .input("c", &gc)
+            .output("out", &mut gout)
+            .param("a", 0.3)
+            .run()
+            .unwrap();
+        let swept = swept.unwrap();
+        assert!(
+            swept
+                .to_vec()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>()
+                == gout
+                    .to_vec()
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>(),
+            "sweep across ranks: {}",
+            case.describe()
+        );
+        Steps::new(&stencil)
+            .rotate(&["out", "u"])
+            .grid("u", &mut gu)
+            .grid("out", &mut gout)
+            .input("c", &gc)
+            .param("a", 0.3)
+            .without_tuning_cache()
+            .run(case.steps)
+            .unwrap();
+        let (got_u, got_out) = (got_u.unwrap(), got_out.unwrap());
+        assert!(
+            bits(&got_u, &case.faces) == bits(&gu, &case.faces),
+            "time loop across ranks, `u`: {}",
+            case.describe()
+        );
+        if case.steps >= 2 {
+            assert!(
+                bits(&got_out, &case.faces) == bits(&gout, &case.faces),
+                "time loop across ranks, `out`: {}",
+                case.describe()
+            );
+        }
+    }
+    true
+}
+
+/// The macro's kernel (generated loop), stepped across ranks against one process.
+fn macro_kernel(world: &impl stencil::mpi::bindings::traits::Communicator, ghost: usize) {
+    let shape = [19, 14, 17];
+    let domain = Domain::<3>::builder(shape)
+        .ghost(ghost)
+        .build(world)
+        .unwrap();
+    let mut u = domain.grid::<f64>().unwrap();
+    u.set_boundary(Boundary::ZeroGradient);
+    domain.fill_with(&mut u, |p| value(3, p)).unwrap();
+    let mut v = u.like();
+    heat::steps(&mut u, &mut v, 0.4, 0.1)
+        .without_tuning_cache()
+        .across(&domain)
+        .run(7)
+        .unwrap();
+    if let Some(got) = domain.gather(&u).unwrap() {
+        let mut gu = Grid3::<f64>::new(shape).unwrap();
+        gu.set_boundary(Boundary::ZeroGradient);
+        gu.fill_with(|p| value(3, p));
+        gu.update_halo();
+        let mut gv = gu.like();
+        heat::steps(&mut gu, &mut gv, 0.4, 0.1)
+            .without_tuning_cache()
+            .run(7)
+            .unwrap();
+        let faces = *gu.boundaries();
+        assert!(
+            bits(&got, &faces) == bits(&gu, &faces),
+            "macro kernel, ghost {ghost}"
+        );
+    }
+}
+
+/// Mistakes every rank makes alike fail alike.
+fn errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
+    let ranks = world.size() as usize;
+    let domain = Domain::<2>::builder([16 * ranks, 9])
+        .halo(2)
+        .ghost(1)
+        .build(world)
+        .unwrap();
+    let stencil: Stencil<f64> = stencil::parse(&kernel_text(2, 2)).unwrap();
+    let mut u = domain.grid::<f64>().unwrap();
+    let c = domain.grid::<f64>().unwrap();
+    let mut out = u.like();
+    let e = Steps::new(&stencil)
+        .rotate(&["out", "u"])
+        .grid("u", &mut u)
+        .grid("out", &mut out)
+        .input("c", &c)
+        .param("a", 0.3)
+        .across(&domain)
+        .run(3)
+        .unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::BadArgument,
+        "ghost 1 under radius 2: {e}"
+    );
+    // Periodic faces on a dimension the domain does not wrap.
+    u.set_boundary(Boundary::Periodic);
+    assert_eq!(
+        domain.exchange(&mut u).unwrap_err().kind(),
+        ErrorKind::BadArgument
+    );
+    // A grid of another shape.
+    let mut other = Grid2::<f64>::new([5, 5]).unwrap();
+    assert_eq!(
+        domain.exchange(&mut other).unwrap_err().kind(),
+        ErrorKind::ShapeMismatch
+    );
+    // A process grid that does not match the rank count.
+    let e = Domain::<2>::builder([32, 32])
+        .process_grid([ranks + 1, 1])
+        .build(world);
+    assert_eq!(e.err().map(|e| e.kind()), Some(ErrorKind::BadArgument));
+    // A halo wider than a rank's part.
+    if ranks > 1 {
+        let e = Domain::<1>::builder([3 * ranks]).halo(4).build(world);
+        assert_eq!(e.err().map(|e| e.kind()), Some(ErrorKind::InvalidShape));
+    }
+}
+
+fn main() {
+    let universe = stencil::mpi::initialize().unwrap();
+    let world = universe.world();
+    use stencil::mpi::bindings::traits::Communicator;
+    // A failed assertion on one rank ends the job instead of leaving the others waiting.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        stencil::mpi::bindings::topology::SimpleCommunicator::world().abort(101);
+    }));
+    let ranks = world.size() as usize;
+    let rank = world.rank();
+    if std::env::var_os("STENCIL_MPI_TEST_ABORT").is_some() {
+        let domain = Domain::<1>::builder([64]).build(&world).unwrap();
+        if rank as usize + 1 == ranks {
+            let failed: Result<(), stencil::Error> = Err(stencil::Error::new(
+                ErrorKind::Io,
+                "planted failure on one rank",
+            ));
+            domain.abort_on_error(failed);
+        }
+        // The other ranks wait here; the abort must end them.
+        domain.barrier();
+        domain.barrier();
+        println!("mpi abort test: rank {rank} passed a barrier that the failed rank never reached");
+        std::process::exit(0);
+    }
+    use Boundary::*;
+    let conditions = [Dirichlet(0.75), ZeroGradient, Reflect, UserManaged];
+    let mut ran = 0;
+    let mut refused = 0;
+    let mut count = |ok: bool| if ok { ran += 1 } else { refused += 1 };
+    for radius in 1..=4 {
+        for ghost in [0, radius, 2 * radius] {
+            for dims in process_grids::<2>(ranks) {
+                for (n, &a) in conditions.iter().enumerate() {
+                    let b = conditions[(n + radius) % conditions.len()];
+                    let case = Case {
+                        shape: [23 + radius, 19],
+                        dims,
+                        radius,
+                        ghost,
+                        faces: [[a, b], [b, a]],
+                        steps: 5,
+                    };
+                    count(run_case(&world, &case));
+                }
+                let periodic = Case {
+                    shape: [21, 17 + radius],
+                    dims,
+                    radius,
+                    ghost,
+                    faces: [[Periodic; 2], [Reflect, Dirichlet(-0.5)]],
+                    steps: 4,
+                };
+                count(run_case(&world, &periodic));
+            }
+        }
+    }
+    for (radius, ghost) in [(1, 0), (1, 2), (2, 2), (3, 0)] {
+        for dims in process_grids::<3>(ranks) {
+            let case = Case {
+                shape: [13, 11, 9],
+                dims,
+                radius,
+                ghost,
+                faces: [
+                    [ZeroGradient, Dirichlet(0.5)],
+                    [Periodic; 2],
+                    [Reflect, ZeroGradient],
+                ],
+                steps: 3,
+            };
+            count(run_case(&world, &case));
+        }
+    }
+    macro_kernel(&world, 0);
+    macro_kernel(&world, 3);
+    errors(&world);
+    if rank == 0 {
+        println!(
+            "mpi: {ran} cases bit-identical to one process on {ranks} ranks ({refused} layouts \
+             refused as they must be); macro kernel and errors checked"
+        );
+    }
+}
