@@ -44,7 +44,7 @@
 //! through [`Launch::new`]. [`verify()`] checks a kernel on every backend against the
 //! reference interpreter; call it in your own tests. [`output`] (feature `output`, on by
 //! default) writes grids as VTK files for ParaView and as PNG slices with a colour bar.
-//! [`mpi`] (feature `mpi`, off by default) cuts grids over MPI ranks and runs sweeps and time
+//! `stencil::mpi` (feature `mpi`, off by default) cuts grids over MPI ranks and runs sweeps and time
 //! loops across them, bit for bit as on one process.
 //!
 //! See ARCHITECTURE.md in the repository for how the pieces fit.

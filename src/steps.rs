@@ -109,6 +109,11 @@ pub struct Steps<'g, T: Element, const D: usize> {
 pub trait Distribution<T: Element, const D: usize> {
     /// Fills the grid's ghost zones and halo from the ranks that own those points.
     fn exchange(&self, grid: &mut Grid<T, D>) -> Result<()>;
+    /// [`exchange`](Self::exchange), running `work` on the grid while messages are in flight.
+    fn exchange_with(&self, grid: &mut Grid<T, D>, work: &mut dyn FnMut(&Grid<T, D>))
+    -> Result<()>;
+    /// Whether face (`dim`, `side`) has a rank behind it.
+    fn is_rank_face(&self, dim: usize, side: Side) -> bool;
     /// The grid's (global) boundary conditions with rank faces made `UserManaged`.
     fn local_faces(&self, faces: &[[Boundary<T>; 2]; D]) -> [[Boundary<T>; 2]; D];
     /// The ghost depth on rank faces.
@@ -440,10 +445,29 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 })
                 .min(per_exchange);
             let timer = Instant::now();
-            if let Some(across) = self.across {
-                self.exchange(across, &rotation, done == 0)?;
-            }
-            let result = self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk);
+            let overlap = done > 0 && per_exchange == 1 && backend.supports_regions();
+            let result = match self.across {
+                Some(across) if overlap => {
+                    match self.overlapped_step(
+                        across,
+                        &rotation,
+                        &params,
+                        backend,
+                        &tuning.schedule,
+                    ) {
+                        Some(result) => (usize::from(result.is_ok()), result),
+                        None => {
+                            self.exchange(across, &rotation, false)?;
+                            self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk)
+                        }
+                    }
+                }
+                Some(across) => {
+                    self.exchange(across, &rotation, done == 0)?;
+                    self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk)
+                }
+                None => self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk),
+            };
             seconds += timer.elapsed().as_secs_f64();
             let ran = match result {
                 (ran, Ok(())) => ran,
@@ -489,6 +513,101 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 ),
             )),
         }
+    }
+
+    /// One step on distributed grids with no ghost zone, its exchange overlapped: the one
+    /// grid the step must exchange (a ping-pong's input) is exchanged while the owned box's
+    /// inner part (points more than the kernel's radius from every rank face) is swept; the
+    /// shell follows once the halo has arrived; the written grids' halos are filled on faces
+    /// without a rank behind them; the grids rotate. `None` (nothing done) when the step
+    /// exchanges other than exactly one grid.
+    fn overlapped_step(
+        &mut self,
+        across: &dyn Distribution<T, D>,
+        rotation: &Rotation,
+        params: &[T],
+        backend: &dyn Backend<T>,
+        schedule: &Schedule,
+    ) -> Option<Result<()>> {
+        let kernel = self.stencil.kernel();
+        let exchanged: Vec<usize> = (0..self.grids.len())
+            .filter(|&i| {
+                rotation
+                    .position(FieldId::new(i))
+                    .is_some_and(|(_, p)| p >= 1)
+            })
+            .collect();
+        let [iu] = exchanged[..] else {
+            return None;
+        };
+        let radius = stencil_core::analysis::radius(kernel).max() as usize;
+        let mut slots = std::mem::take(&mut self.grids);
+        let Some(StepsGrid::Write(u)) = slots[iu].take() else {
+            unreachable!("stencil steps: rotating grids are bound mutably (checked)")
+        };
+        let shape = u.shape();
+        // The inner box: points more than `radius` from every rank face.
+        let mut lo = [0usize; D];
+        let mut hi = shape;
+        for d in 0..D {
+            if across.is_rank_face(d, Side::Low) {
+                lo[d] = radius.min(shape[d]);
+            }
+            if across.is_rank_face(d, Side::High) {
+                hi[d] = shape[d].saturating_sub(radius).max(lo[d]);
+            }
+        }
+        let stencil = self.stencil;
+        let mut inner_result = Ok(());
+        let exchange = across.exchange_with(u, &mut |u: &Grid<T, D>| {
+            inner_result = sweep_box(
+                stencil, &mut slots, iu, u, params, backend, schedule, lo, hi,
+            );
+        });
+        let mut result = exchange.and(inner_result);
+        if result.is_ok() {
+            // The shell: for each dimension, the slabs below and above the inner range, over
+            // the inner range of the dimensions before it and the whole extent after.
+            'shell: for d in 0..D {
+                for (a, b) in [(0, lo[d]), (hi[d], shape[d])] {
+                    if a >= b {
+                        continue;
+                    }
+                    let mut slo = [0usize; D];
+                    let mut shi = shape;
+                    for e in 0..d {
+                        (slo[e], shi[e]) = (lo[e], hi[e]);
+                    }
+                    (slo[d], shi[d]) = (a, b);
+                    let r = sweep_box(
+                        stencil, &mut slots, iu, u, params, backend, schedule, slo, shi,
+                    );
+                    if r.is_err() {
+                        result = r;
+                        break 'shell;
+                    }
+                }
+            }
+        }
+        slots[iu] = Some(StepsGrid::Write(u));
+        self.grids = slots;
+        if let Err(e) = result {
+            return Some(Err(e));
+        }
+        // The written grids' halos on faces without a rank behind them, as a local step
+        // leaves them (rank faces are the next exchange's).
+        for (i, slot) in self.grids.iter_mut().enumerate() {
+            let field = FieldId::new(i);
+            if kernel.field(field).role != Role::Output {
+                continue;
+            }
+            if let Some(StepsGrid::Write(grid)) = slot {
+                let faces = across.local_faces(grid.boundaries());
+                stencil_core::grid::fill_halo(&mut grid.time_loop_view(), &faces);
+            }
+        }
+        self.rotate_grids(rotation, 1);
+        Some(Ok(()))
     }
 
     /// Exchanges the grids the next step reads: every chain's inputs, and with `first` the
@@ -755,6 +874,41 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             ),
         )
     }
+}
+
+/// Runs one sweep of `stencil` over the box `lo..hi` of the interior: the inputs from
+/// `slots` (`u` for field `iu`), the outputs written in place.
+#[allow(clippy::too_many_arguments)]
+fn sweep_box<T: Element, const D: usize>(
+    stencil: &Stencil<T>,
+    slots: &mut [Option<StepsGrid<'_, T, D>>],
+    iu: usize,
+    u: &Grid<T, D>,
+    params: &[T],
+    backend: &dyn Backend<T>,
+    schedule: &Schedule,
+    lo: [usize; D],
+    hi: [usize; D],
+) -> Result<()> {
+    if (0..D).any(|d| lo[d] >= hi[d]) {
+        return Ok(());
+    }
+    let kernel = stencil.kernel();
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    for (i, slot) in slots.iter_mut().enumerate() {
+        let role = kernel.field(FieldId::new(i)).role;
+        match (role, slot) {
+            (Role::Input, _) if i == iu => inputs.push(u.view()),
+            (Role::Input, Some(StepsGrid::Read(g))) => inputs.push(g.view()),
+            (Role::Input, Some(StepsGrid::Write(g))) => inputs.push(g.view()),
+            (Role::Output, Some(StepsGrid::Write(g))) => outputs.push(g.kernel_output_view()),
+            _ => unreachable!("stencil steps: bindings checked before the step"),
+        }
+    }
+    let mut job = stencil_core::Job::new(stencil, inputs, outputs, params.to_vec())?;
+    job.set_region(&lo, &hi)?;
+    backend.run(&mut job, schedule)
 }
 
 /// The grid behind a bound slot (checked bound before use).

@@ -16,6 +16,7 @@
 //! `STENCIL_MPI_TEST_ABORT=1` the last rank fails alone and must abort the job.
 
 use stencil::mpi::{Decomposition, Domain};
+use stencil::output::{Plane, VtiOptions, write_vti_to};
 use stencil::prelude::*;
 use stencil::{ErrorKind, Launch, Stencil, Steps};
 
@@ -289,11 +290,27 @@ fn macro_kernel(world: &impl stencil::mpi::bindings::traits::Communicator, ghost
     u.set_boundary(Boundary::ZeroGradient);
     domain.fill_with(&mut u, |p| value(3, p)).unwrap();
     let mut v = u.like();
+    domain.reset_stats();
     heat::steps(&mut u, &mut v, 0.4, 0.1)
         .without_tuning_cache()
         .across(&domain)
         .run(7)
         .unwrap();
+    let stats = domain.stats();
+    if ghost == 0 {
+        // Steps after the first overlap their exchange with the inner sweep.
+        assert_eq!(stats.exchanges, 7, "one exchange per step");
+        assert!(
+            stats.overlapped_seconds > 0.0,
+            "no sweep overlapped an exchange"
+        );
+    } else {
+        assert_eq!(
+            stats.exchanges,
+            7usize.div_ceil(ghost),
+            "one exchange per {ghost} steps"
+        );
+    }
     if let Some(got) = domain.gather(&u).unwrap() {
         let mut gu = Grid3::<f64>::new(shape).unwrap();
         gu.set_boundary(Boundary::ZeroGradient);
@@ -310,6 +327,40 @@ fn macro_kernel(world: &impl stencil::mpi::bindings::traits::Communicator, ghost
             "macro kernel, ghost {ghost}"
         );
     }
+    // Planes written in parallel are the files one process writes for the same planes.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for (axis, index) in [(0, 9), (1, 0), (2, 16)] {
+        let plane = Plane { axis, index };
+        let path = dir.join(format!("mpi-plane-{}-{axis}-{index}.vti", world.size()));
+        domain
+            .write_plane_vti(&path, "u", &u, plane, &VtiOptions::default())
+            .unwrap();
+        let whole = domain.gather(&u).unwrap();
+        if let Some(whole) = whole {
+            let rest: Vec<usize> = (0..3).filter(|&d| d != axis).collect();
+            let flat = Grid2::<f64>::from_fn([shape[rest[0]], shape[rest[1]]], 0, |[a, b]| {
+                let mut p = [0; 3];
+                (p[axis], p[rest[0]], p[rest[1]]) = (index, a, b);
+                whole[p]
+            })
+            .unwrap();
+            let mut want = Vec::new();
+            write_vti_to(&mut want, &[("u", &flat)], &VtiOptions::default()).unwrap();
+            let got = std::fs::read(&path).unwrap();
+            assert!(
+                got == want,
+                "plane {plane:?} written in parallel differs from one process's"
+            );
+        }
+    }
+    let bad = domain.write_plane_vti(
+        dir.join("never.vti"),
+        "u",
+        &u,
+        Plane { axis: 3, index: 0 },
+        &VtiOptions::default(),
+    );
+    assert_eq!(bad.unwrap_err().kind(), ErrorKind::BadArgument);
 }
 
 /// Mistakes every rank makes alike fail alike.
@@ -444,7 +495,7 @@ fn main() {
     if rank == 0 {
         println!(
             "mpi: {ran} cases bit-identical to one process on {ranks} ranks ({refused} layouts \
-             refused as they must be); macro kernel and errors checked"
+             refused as they must be); macro kernel, overlap, parallel plane files and errors checked"
         );
     }
 }

@@ -24,7 +24,7 @@
 
 mod font;
 mod image;
-mod vti;
+pub(crate) mod vti;
 
 pub use image::{ColourMap, Image, NAN_COLOUR, Plane, PngOptions, render, write_png};
 pub use vti::{VtiOptions, write_vti, write_vti_to};

@@ -91,12 +91,15 @@ pub fn write_vti_to<T: Element, const D: usize>(
             out.write_all(&bytes)?;
         }
     }
-    out.write_all(b"\n  </AppendedData>\n</VTKFile>\n")?;
+    out.write_all(TRAILER)?;
     Ok(())
 }
 
+/// The end of the file, after the last field's values.
+pub(crate) const TRAILER: &[u8] = b"\n  </AppendedData>\n</VTKFile>\n";
+
 /// Every check of a call, before anything is written.
-fn check<T: Element, const D: usize>(
+pub(crate) fn check<T: Element, const D: usize>(
     fields: &[(&str, &Grid<T, D>)],
     options: &VtiOptions,
 ) -> Result<()> {
@@ -150,10 +153,22 @@ fn header<T: Element, const D: usize>(
     options: &VtiOptions,
     shape: [usize; D],
 ) -> String {
+    let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
+    header_of::<T>(&names, options, &shape)
+}
+
+/// [`header`] for fields named `names` of interior `shape` (1 to 3 extents) and element type
+/// `T`: what precedes the `_` of the appended data.
+pub(crate) fn header_of<T: Element>(
+    names: &[&str],
+    options: &VtiOptions,
+    shape: &[usize],
+) -> String {
+    let d = shape.len();
     // VTK's (x, y, z) extents: x is the grid's last dimension; missing axes have extent 0 0.
     let mut last = [0usize; 3];
-    for (axis, extent) in last.iter_mut().enumerate().take(D) {
-        *extent = shape[D - 1 - axis] - 1;
+    for (axis, extent) in last.iter_mut().enumerate().take(d) {
+        *extent = shape[d - 1 - axis] - 1;
     }
     let extent = format!("0 {} 0 {} 0 {}", last[0], last[1], last[2]);
     let triple = |v: [f64; 3]| format!("{} {} {}", v[0], v[1], v[2]);
@@ -178,8 +193,8 @@ fn header<T: Element, const D: usize>(
         triple(options.spacing)
     );
     let _ = writeln!(s, "    <Piece Extent=\"{extent}\">");
-    let _ = writeln!(s, "      <PointData Scalars=\"{}\">", escape(fields[0].0));
-    for (n, (name, _)) in fields.iter().enumerate() {
+    let _ = writeln!(s, "      <PointData Scalars=\"{}\">", escape(names[0]));
+    for (n, name) in names.iter().enumerate() {
         let _ = writeln!(
             s,
             "        <DataArray type=\"{type_name}\" Name=\"{}\" NumberOfComponents=\"1\" \

@@ -25,6 +25,8 @@ pub struct Job<'a, T: Element> {
     params: Vec<T>,
     /// The reductions' results, set by the backend that runs the job.
     reduced: Vec<Option<T>>,
+    /// The box of interior points to compute (`lo[d]..hi[d]`), when not the whole interior.
+    region: Option<([usize; crate::ir::MAX_DIMS], [usize; crate::ir::MAX_DIMS])>,
 }
 
 impl<'a, T: Element> Job<'a, T> {
@@ -165,6 +167,7 @@ impl<'a, T: Element> Job<'a, T> {
             outputs,
             params,
             reduced: vec![None; kernel.reductions.len()],
+            region: None,
         })
     }
 
@@ -227,6 +230,53 @@ impl<'a, T: Element> Job<'a, T> {
         &self.params
     }
 
+    /// Restricts the job to the box `lo[d]..hi[d]` of the interior (one entry per dimension):
+    /// a backend that [supports regions](Backend::supports_regions) computes only its points
+    /// and writes no other output point. An empty box computes nothing.
+    ///
+    /// # Errors
+    /// [`ErrorKind::BadArgument`] for a box with another dimension count than the kernel's or
+    /// reaching past the interior, or on a kernel with reductions (a reduction is over the
+    /// whole interior).
+    pub fn set_region(&mut self, lo: &[usize], hi: &[usize]) -> Result<()> {
+        let shape = self.shape().to_vec();
+        let bad = lo.len() != shape.len()
+            || hi.len() != shape.len()
+            || lo
+                .iter()
+                .zip(hi)
+                .zip(&shape)
+                .any(|((&l, &h), &n)| l > h || h > n);
+        if bad {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!("region {lo:?}..{hi:?} of an interior of shape {shape:?}"),
+            ));
+        }
+        if self.kernel().has_reductions() {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "kernel `{}` has reductions, which cover the whole interior: it runs on no \
+                     region",
+                    self.kernel().name
+                ),
+            ));
+        }
+        let mut l = [0; crate::ir::MAX_DIMS];
+        let mut h = [1; crate::ir::MAX_DIMS];
+        l[..lo.len()].copy_from_slice(lo);
+        h[..hi.len()].copy_from_slice(hi);
+        self.region = Some((l, h));
+        Ok(())
+    }
+
+    /// The box of the interior to compute ([`set_region`](Self::set_region)), `None` for the
+    /// whole interior. Entries beyond the kernel's dimensions are `0..1`.
+    pub fn region(&self) -> Option<([usize; crate::ir::MAX_DIMS], [usize; crate::ir::MAX_DIMS])> {
+        self.region
+    }
+
     /// Splits the job into its parts (inputs, outputs, parameters) for a backend that needs
     /// to borrow them separately.
     pub fn parts_mut(&mut self) -> (&[FieldView<'a, T>], &mut [FieldViewMut<'a, T>], &[T]) {
@@ -285,6 +335,13 @@ pub trait Backend<T: Element>: Send + Sync {
     /// own math functions must not claim it.
     fn matches_interpreter_bits(&self, kernel: &Kernel, schedule: &Schedule) -> bool {
         let _ = (kernel, schedule);
+        false
+    }
+
+    /// Whether this backend honours [`Job::set_region`] (computes only the region's points).
+    /// Backends that do not run every job over the whole interior, so callers check this
+    /// before setting a region. The default is `false`.
+    fn supports_regions(&self) -> bool {
         false
     }
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use stencil_core::schedule::TuningSpace;
 use stencil_core::{
-    Backend, CpuSchedule, Element, Error, ErrorKind, Job, Kernel, Result, Schedule,
+    Backend, CpuSchedule, Element, Error, ErrorKind, Job, Kernel, MAX_DIMS, Result, Schedule,
 };
 
 use crate::generic::{GenericRun, Program};
@@ -154,6 +154,10 @@ impl<T: Element> Backend<T> for CpuBackend {
     }
 
     /// Outputs read in place are read at each point before its store (plain stores).
+    fn supports_regions(&self) -> bool {
+        true
+    }
+
     fn supports_in_place(&self) -> bool {
         true
     }
@@ -320,16 +324,25 @@ impl<T: Element> Backend<T> for CpuBackend {
             ),
             None => schedule,
         };
+        // The box to compute: the region, or the whole interior.
+        let (offset, extents): ([usize; MAX_DIMS], Vec<usize>) = match job.region() {
+            Some((lo, hi)) => (lo, (0..job.shape().len()).map(|d| hi[d] - lo[d]).collect()),
+            None => ([0; MAX_DIMS], job.shape().to_vec()),
+        };
+        if extents.contains(&0) {
+            return Ok(());
+        }
         let streams = job.outputs().len() + kernel.reductions.len();
-        let points = job.shape().iter().product::<usize>() * streams;
+        let points = extents.iter().product::<usize>() * streams;
         let output_bytes = points * std::mem::size_of::<T>();
-        let plan = schedules::plan(
+        let mut plan = schedules::plan(
             &schedule,
-            job.shape(),
+            &extents,
             std::mem::size_of::<T>(),
             self.threads(),
             output_bytes,
         );
+        plan.tiling = plan.tiling.shifted(offset);
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         let point_loop = stencil.cpu_loop().filter(|_| !schedule.force_generic);
         let (inputs, outputs, params) = job.parts_mut();

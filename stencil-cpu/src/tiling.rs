@@ -24,6 +24,8 @@ pub(crate) struct Tiling {
     tile: [usize; MAX_DIMS],
     /// Number of tiles along each dimension; 1 beyond `n_dims`.
     counts: [usize; MAX_DIMS],
+    /// Where the tiled box starts in the interior (0 for a tiling of the whole interior).
+    offset: [usize; MAX_DIMS],
 }
 
 /// One tile: the half-open index range `start[d]..end[d]` in each dimension.
@@ -59,7 +61,15 @@ impl Tiling {
             shape: full,
             tile: clamped,
             counts,
+            offset: [0; MAX_DIMS],
         }
+    }
+
+    /// The same tiles moved by `offset` in the interior: the tiling of the box of extents
+    /// `shape` (as given to [`new`](Self::new)) that starts at `offset`.
+    pub(crate) fn shifted(mut self, offset: [usize; MAX_DIMS]) -> Tiling {
+        self.offset = offset;
+        self
     }
 
     /// Number of tiles.
@@ -88,7 +98,8 @@ impl Tiling {
             let block = rest % self.counts[d];
             rest /= self.counts[d];
             start[d] = block * self.tile[d];
-            end[d] = (start[d] + self.tile[d]).min(self.shape[d]);
+            end[d] = (start[d] + self.tile[d]).min(self.shape[d]) + self.offset[d];
+            start[d] += self.offset[d];
         }
         Tile { start, end }
     }
