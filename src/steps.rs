@@ -426,8 +426,10 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             (None, None) => self.choose(&rotation, &params, backend, steps)?,
             (None, Some(across)) => {
                 let shape: Vec<usize> = grid_ref(&self.grids[0]).shape().to_vec();
+                // Each local call runs at most `per_exchange` steps: tuned as such calls.
+                let per_call = steps.min(per_exchange);
                 across.share_tuning(&shape, &mut || {
-                    self.choose(&rotation, &params, backend, steps)
+                    self.choose(&rotation, &params, backend, per_call)
                 })?
             }
         };

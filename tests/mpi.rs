@@ -196,6 +196,73 @@ fn run_case<const D: usize>(
     domain.fill_with(&mut c, |p| value(2, p)).unwrap();
     let mut out = u.like();
     out.fill_with(|_| f64::NAN);
+    // The exchange's contract: every local point, ghost zones and halo included, holds what
+    // one global grid with the same faces holds there after `update_halo`, whatever it held
+    // before (every point outside the owned box is poisoned first).
+    {
+        let (own_lo, own_hi) = domain.owned_local();
+        let h = u.halo() as isize;
+        let n = u.shape();
+        let total: usize = n.iter().map(|&x| x + 2 * u.halo()).product();
+        for flat in 0..total {
+            let mut rest = flat;
+            let mut p = [0isize; D];
+            for d in (0..D).rev() {
+                let w = n[d] + 2 * u.halo();
+                p[d] = (rest % w) as isize - h;
+                rest /= w;
+            }
+            let owned = (0..D).all(|d| (own_lo[d] as isize..own_hi[d] as isize).contains(&p[d]));
+            // Points beyond a `UserManaged` face of the global interior are the caller's.
+            let origin = domain.local_origin();
+            let outside =
+                (0..D).any(|d| !(0..case.shape[d] as isize).contains(&(origin[d] + p[d])));
+            let user = case
+                .faces
+                .iter()
+                .flatten()
+                .any(|b| *b == Boundary::UserManaged);
+            if !owned && !(outside && user) {
+                u.set(p, f64::from_bits(0x7ff8_0000_dead_beef)).unwrap();
+            }
+        }
+        domain.exchange(&mut u).unwrap();
+        let mut global = Grid::<f64, D>::with_halo(case.shape, case.radius + case.ghost).unwrap();
+        global.fill_with(|p| value(1, p));
+        set_faces(&mut global, &case.faces);
+        global.update_halo();
+        let origin = domain.local_origin();
+        let h = u.halo() as isize;
+        let n = u.shape();
+        let total: usize = n.iter().map(|&x| x + 2 * u.halo()).product();
+        for flat in 0..total {
+            let mut rest = flat;
+            let mut p = [0isize; D];
+            for d in (0..D).rev() {
+                let w = n[d] + 2 * u.halo();
+                p[d] = (rest % w) as isize - h;
+                rest /= w;
+            }
+            let g: [isize; D] = std::array::from_fn(|d| origin[d] + p[d]);
+            let outside = (0..D).any(|d| !(0..case.shape[d] as isize).contains(&g[d]));
+            let user = case
+                .faces
+                .iter()
+                .flatten()
+                .any(|b| *b == Boundary::UserManaged);
+            if outside && user {
+                continue;
+            }
+            if let Some(want) = global.get(g) {
+                let got = u.get(p).unwrap();
+                assert!(
+                    got.to_bits() == want.to_bits(),
+                    "exchange: local {p:?} (global {g:?}) holds {got}, one grid {want}: {}",
+                    case.describe()
+                );
+            }
+        }
+    }
 
     // A single sweep across ranks: exchange, then run on the local grid.
     let mut swept = u.like();
@@ -363,6 +430,73 @@ fn macro_kernel(world: &impl stencil::mpi::bindings::traits::Communicator, ghost
     assert_eq!(bad.unwrap_err().kind(), ErrorKind::BadArgument);
 }
 
+/// Scatter from rank 0 then gather back gives the global grid, boundary conditions included;
+/// the scattered grids' halos are exchanged.
+fn scatter_gather(world: &impl stencil::mpi::bindings::traits::Communicator) {
+    let shape = [17, 10, 13];
+    let domain = Domain::<3>::builder(shape)
+        .halo(2)
+        .periodic([false, true, false])
+        .build(world)
+        .unwrap();
+    let mut global = Grid3::<f64>::with_halo(shape, 2).unwrap();
+    global.fill_with(|p| value(5, p));
+    global
+        .set_face_boundary(0, Side::Low, Boundary::Dirichlet(3.5))
+        .unwrap();
+    global
+        .set_face_boundary(0, Side::High, Boundary::Reflect)
+        .unwrap();
+    global
+        .set_face_boundary(1, Side::Low, Boundary::Periodic)
+        .unwrap();
+    global
+        .set_face_boundary(1, Side::High, Boundary::Periodic)
+        .unwrap();
+    global
+        .set_face_boundary(2, Side::Low, Boundary::ZeroGradient)
+        .unwrap();
+    global
+        .set_face_boundary(2, Side::High, Boundary::Dirichlet(-1.25))
+        .unwrap();
+    let mut local = domain.grid::<f64>().unwrap();
+    let root = (domain.rank() == 0).then_some(&global);
+    domain.scatter(root, &mut local).unwrap();
+    assert_eq!(
+        local.boundaries(),
+        global.boundaries(),
+        "scatter gives the global faces"
+    );
+    let back = domain.gather(&local).unwrap();
+    if let Some(back) = back {
+        let faces = *global.boundaries();
+        assert!(
+            bits(&back, &faces) == bits(&global, &faces),
+            "scatter then gather"
+        );
+    }
+    // The scattered grid's halo is exchanged: every local point equals the global grid there.
+    let origin = domain.local_origin();
+    let h = local.halo() as isize;
+    let n = local.shape();
+    for i in -h..n[0] as isize + h {
+        for j in -h..n[1] as isize + h {
+            for k in -h..n[2] as isize + h {
+                let g = [origin[0] + i, origin[1] + j, origin[2] + k];
+                if let Some(want) = global.get(g) {
+                    let got = local.get([i, j, k]).unwrap();
+                    assert_eq!(
+                        got.to_bits(),
+                        want.to_bits(),
+                        "local {:?} global {g:?}",
+                        [i, j, k]
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Mistakes every rank makes alike fail alike.
 fn errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
     let ranks = world.size() as usize;
@@ -491,6 +625,7 @@ fn main() {
     }
     macro_kernel(&world, 0);
     macro_kernel(&world, 3);
+    scatter_gather(&world);
     errors(&world);
     if rank == 0 {
         println!(

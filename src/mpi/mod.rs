@@ -603,12 +603,18 @@ impl<const D: usize> Domain<D> {
                 || n[d] > self.layout.halo
                 || !kinds[d].contains(&FaceKind::Reflect)
         });
-        let beyond_rank_face = |p: &[isize; D]| {
+        // Whether any point of the run of `len` points from `p` (along the last dimension)
+        // lies beyond a rank face, where the grid's own fill leaves it.
+        let beyond_rank_face = |p: &[isize; D], len: usize| {
             !own_fill
                 || (0..D).any(|d| {
+                    let end = if d == D - 1 {
+                        p[d] + len as isize
+                    } else {
+                        p[d] + 1
+                    };
                     (p[d] < 0 && self.layout.rank_face(self.rank, d, Side::Low))
-                        || (p[d] >= n[d] as isize
-                            && self.layout.rank_face(self.rank, d, Side::High))
+                        || (end > n[d] as isize && self.layout.rank_face(self.rank, d, Side::High))
                 })
         };
         let mut recv: Vec<Peer<D>> = Vec::new();
@@ -616,7 +622,7 @@ impl<const D: usize> Domain<D> {
         let mut requests: Vec<Vec<i64>> = vec![Vec::new(); ranks];
         for c in &runs.copies {
             if c.owner == self.rank {
-                if beyond_rank_face(&c.dst) {
+                if beyond_rank_face(&c.dst, c.len) {
                     local.push((c.dst, c.src, c.len));
                 }
                 continue;
@@ -687,7 +693,7 @@ impl<const D: usize> Domain<D> {
             values: runs
                 .values
                 .into_iter()
-                .filter(|v| beyond_rank_face(&v.dst))
+                .filter(|v| beyond_rank_face(&v.dst, v.len))
                 .collect(),
             own_fill,
         }
@@ -980,34 +986,44 @@ impl<const D: usize> Domain<D> {
             .comm
             .split_by_color(::mpi::topology::Color::with_value(leader as i32))
             .ok_or_else(|| Error::new(ErrorKind::Backend, "MPI_Comm_split gave no communicator"))?;
-        // Rank 0 of the group is its leader (ranks keep their order in a split).
+        // Rank 0 of the group is its leader (ranks keep their order in a split). It sends
+        // its schedule, or word 0 set when its tuning failed (which would otherwise leave
+        // the group waiting).
         let root = group.process_at_rank(0);
-        let mut code = [0u64; SCHEDULE_WORDS];
-        let mut report = None;
-        let mut failed = 0u8;
+        let mut code = [0u64; SCHEDULE_WORDS + 1];
         if group.rank() == 0 {
-            let r = choose();
-            match &r {
-                Ok(r) => code = encode(&r.schedule),
-                Err(_) => failed = 1,
+            let report = choose();
+            match &report {
+                Ok(r) => code[1..].copy_from_slice(&encode(&r.schedule)),
+                Err(_) => code[0] = 1,
             }
-            report = Some(r);
-        }
-        // The leader's failure reaches its group, which would otherwise wait for it.
-        root.broadcast_into(&mut failed);
-        if let Some(report) = report {
-            if failed == 0 {
-                root.broadcast_into(&mut code[..]);
-            }
+            // Non-blocking, as the others' receive is (collectives match only their kind).
+            ::mpi::request::scope(|scope| {
+                root.immediate_broadcast_into(scope, &mut code[..]).wait();
+            });
             return report;
         }
-        if failed != 0 {
+        // The others wait without spinning, so the leader's trials have the machine's other
+        // cores as quiet as in a run of one process.
+        ::mpi::request::scope(|scope| {
+            let mut request = root.immediate_broadcast_into(scope, &mut code[..]);
+            loop {
+                match request.test() {
+                    Ok(_) => break,
+                    Err(pending) => {
+                        request = pending;
+                        std::thread::sleep(std::time::Duration::from_micros(500));
+                    }
+                }
+            }
+        });
+        if code[0] != 0 {
             return Err(Error::new(
                 ErrorKind::Backend,
                 format!("tuning failed on rank {leader}, which tunes for this rank"),
             ));
         }
-        root.broadcast_into(&mut code[..]);
+        let code: [u64; SCHEDULE_WORDS] = std::array::from_fn(|i| code[i + 1]);
         match decode(&code) {
             Some(schedule) => Ok(crate::TuneReport::plain(
                 crate::TuningSource::Shared,
