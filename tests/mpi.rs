@@ -222,7 +222,8 @@ fn run_case<const D: usize>(
                 .iter()
                 .flatten()
                 .any(|b| *b == Boundary::UserManaged);
-            if !owned && !(outside && user) {
+            let callers = outside && user;
+            if !owned && !callers {
                 u.set(p, f64::from_bits(0x7ff8_0000_dead_beef)).unwrap();
             }
         }
