@@ -10,11 +10,14 @@
 //! - `--size N`: points per side of the global cube (default 256);
 //! - `--steps S`: time steps (default 100);
 //! - `--threads T`: worker threads per rank (default 1);
-//! - `--ghost G`: ghost depth on rank faces (default 4): one halo exchange per `G` steps of
+//! - `--ghost G`: ghost depth on rank faces (default 16): one halo exchange per `G` steps of
 //!   this radius-1 kernel, the steps between exchanges blocked in time by each rank's time
-//!   loop; 0 exchanges every step;
+//!   loop (up to `G` steps per trip through memory); 0 exchanges every step, overlapped with
+//!   the sweep of the owned box's inner part;
 //! - `--png PATH`: where rank 0 writes the mid-plane image (default
 //!   `heat3d_mpi_midplane.png`), the same image as heat3d's;
+//! - `--time-depth D`: run each rank's time loop with `D` steps per trip through memory
+//!   instead of tuning it (at most the steps per exchange);
 //! - `--check`: rank 0 also runs heat3d's time loop on one process (with `--threads`
 //!   threads) and checks that the gathered field equals it bit for bit, and prints the
 //!   single-process speed for comparison.
@@ -51,6 +54,7 @@ struct Options {
     ghost: usize,
     png: PathBuf,
     check: bool,
+    time_depth: Option<usize>,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -58,9 +62,10 @@ fn parse_options() -> Result<Options, String> {
         size: 256,
         steps: 100,
         threads: 1,
-        ghost: 4,
+        ghost: 16,
         png: PathBuf::from("heat3d_mpi_midplane.png"),
         check: false,
+        time_depth: None,
     };
     let mut args = std::env::args().skip(1).filter(|a| a != "--");
     while let Some(flag) = args.next() {
@@ -73,6 +78,7 @@ fn parse_options() -> Result<Options, String> {
             "--ghost" => o.ghost = number(value()?)?,
             "--png" => o.png = PathBuf::from(value()?),
             "--check" => o.check = true,
+            "--time-depth" => o.time_depth = Some(number(value()?)?),
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -155,12 +161,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     domain.barrier();
     domain.reset_stats();
-    let report = domain.abort_on_error(
-        heat::steps(&mut u, &mut v, c0, c1)
-            .on(&backend)
-            .across(&domain)
-            .run(opts.steps),
-    );
+    let mut time_loop = heat::steps(&mut u, &mut v, c0, c1)
+        .on(&backend)
+        .across(&domain);
+    if let Some(depth) = opts.time_depth {
+        time_loop = time_loop.schedule(stencil::Schedule::Cpu(stencil::CpuSchedule {
+            time_depth: depth,
+            ..stencil::CpuSchedule::default()
+        }));
+    }
+    let report = domain.abort_on_error(time_loop.run(opts.steps));
     let stats = domain.stats();
     let (lo, hi) = domain.owned();
     let owned: usize = (0..3).map(|d| hi[d] - lo[d]).product();

@@ -426,8 +426,9 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             (None, None) => self.choose(&rotation, &params, backend, steps)?,
             (None, Some(across)) => {
                 let shape: Vec<usize> = grid_ref(&self.grids[0]).shape().to_vec();
-                // Each local call runs at most `per_exchange` steps: tuned as such calls.
-                let per_call = steps.min(per_exchange);
+                // Tuned for the whole call's step count (which sets how deep the trials may
+                // block), as on one process; each local call then runs up to `per_exchange`.
+                let per_call = steps;
                 across.share_tuning(&shape, &mut || {
                     self.choose(&rotation, &params, backend, per_call)
                 })?
