@@ -498,6 +498,63 @@ fn scatter_gather(world: &impl stencil::mpi::bindings::traits::Communicator) {
     }
 }
 
+/// Ranks with the same local shape share one tuning: the lowest of them tunes (or reads the
+/// cache) and the others receive its schedule; ranks of another shape tune for themselves.
+fn shared_tuning(world: &impl stencil::mpi::bindings::traits::Communicator) {
+    let domain = Domain::<2>::builder([1031, 1024])
+        .halo(1)
+        .build(world)
+        .unwrap();
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("mpi-tuning-{}.json", domain.ranks()));
+    if domain.rank() == 0 {
+        let _ = std::fs::remove_file(&cache);
+    }
+    domain.barrier();
+    let stencil: Stencil<f64> = stencil::parse(&kernel_text(2, 1)).unwrap();
+    let mut u = domain.grid::<f64>().unwrap();
+    domain.fill_with(&mut u, |p| value(7, p)).unwrap();
+    let c = u.like();
+    let mut out = u.like();
+    let report = Steps::new(&stencil)
+        .rotate(&["out", "u"])
+        .grid("u", &mut u)
+        .grid("out", &mut out)
+        .input("c", &c)
+        .param("a", 0.3)
+        .tune(stencil::TunePolicy::Quick)
+        .tuning_cache(stencil::TuningCache::at(&cache))
+        .across(&domain)
+        .run(8)
+        .unwrap();
+    // Every rank's local shape, to find the lowest rank with this rank's shape.
+    let shape = domain.local_shape();
+    let mut shapes = vec![[0u64; 2]; domain.ranks()];
+    for (r, s) in shapes.iter_mut().enumerate() {
+        *s = [shape[0] as u64, shape[1] as u64];
+        domain.broadcast(&mut s[..], r);
+    }
+    let mine = [shape[0] as u64, shape[1] as u64];
+    let leader = shapes.iter().position(|s| *s == mine).unwrap();
+    let source = report.tuning.source;
+    if leader == domain.rank() {
+        assert_eq!(
+            source,
+            stencil::TuningSource::Tuned,
+            "rank {} leads its shape",
+            domain.rank()
+        );
+    } else {
+        assert_eq!(
+            source,
+            stencil::TuningSource::Shared,
+            "rank {} follows rank {leader}",
+            domain.rank()
+        );
+        assert_eq!(report.tuning.description, format!("from rank {leader}"));
+    }
+}
+
 /// Mistakes every rank makes alike fail alike.
 fn errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
     let ranks = world.size() as usize;
@@ -627,11 +684,12 @@ fn main() {
     macro_kernel(&world, 0);
     macro_kernel(&world, 3);
     scatter_gather(&world);
+    shared_tuning(&world);
     errors(&world);
     if rank == 0 {
         println!(
             "mpi: {ran} cases bit-identical to one process on {ranks} ranks ({refused} layouts \
-             refused as they must be); macro kernel, overlap, parallel plane files and errors checked"
+             refused as they must be); macro kernel, overlap, parallel plane files, shared tuning and errors checked"
         );
     }
 }
