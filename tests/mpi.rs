@@ -684,6 +684,11 @@ fn main() {
     macro_kernel(&world, 0);
     macro_kernel(&world, 3);
     scatter_gather(&world);
+    // Every rank runs on this machine here: each gets its share of the last-level cache.
+    let domain = Domain::<1>::builder([64]).build(&world).unwrap();
+    assert_eq!(domain.ranks_on_node(), ranks);
+    let machine = stencil_cpu::Machine::detect();
+    assert_eq!(machine.llc_share(), machine.llc_bytes / ranks);
     shared_tuning(&world);
     errors(&world);
     if rank == 0 {

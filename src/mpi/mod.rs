@@ -168,7 +168,8 @@ impl<const D: usize> DomainBuilder<D> {
     }
 
     /// The domain over the ranks of `comm` (every rank of it calls this with the same
-    /// arguments). Ranks keep their numbers in `comm`.
+    /// arguments). Ranks keep their numbers in `comm`. Also declares to the CPU backend how
+    /// many ranks share this machine's last-level cache ([`Domain::ranks_on_node`]).
     ///
     /// # Errors
     /// - [`ErrorKind::InvalidShape`]: an extent is 0; no process grid of `comm`'s size cuts
@@ -207,6 +208,10 @@ impl<const D: usize> DomainBuilder<D> {
                 Error::new(ErrorKind::Backend, "MPI_Cart_create gave no communicator")
             })?;
         let rank = cart.rank() as usize;
+        // Ranks on this machine share its last-level cache: the CPU backend sizes its blocks
+        // and temporal blocking by this process's share.
+        let node_ranks = cart.split_shared(cart.rank()).size() as usize;
+        stencil_cpu::set_cache_sharers(node_ranks);
         Ok(Domain {
             comm: cart,
             layout: Layout {
@@ -216,6 +221,7 @@ impl<const D: usize> DomainBuilder<D> {
                 periodic: self.periodic,
             },
             rank,
+            node_ranks,
             plans: Mutex::new(Vec::new()),
             stats: Mutex::new(ExchangeStats::default()),
             buffers: Mutex::new(None),
@@ -254,6 +260,8 @@ pub struct Domain<const D: usize> {
     comm: CartesianCommunicator,
     layout: Layout<D>,
     rank: usize,
+    /// Ranks of the communicator on this machine (this one included).
+    node_ranks: usize,
     /// Exchange plans, one per set of face kinds met so far.
     plans: Mutex<Vec<(Faces<D>, std::sync::Arc<Plan<D>>)>>,
     stats: Mutex<ExchangeStats>,
@@ -305,6 +313,14 @@ impl<const D: usize> Domain<D> {
     /// Number of ranks.
     pub fn ranks(&self) -> usize {
         self.layout.decomp.ranks()
+    }
+
+    /// Number of ranks on this machine (this one included), which share its last-level
+    /// cache: building the domain declares them to the CPU backend
+    /// ([`stencil_cpu::set_cache_sharers`]), which sizes its blocks and temporal blocking by
+    /// this process's share.
+    pub fn ranks_on_node(&self) -> usize {
+        self.node_ranks
     }
 
     /// The Cartesian communicator the domain's messages go through.

@@ -39,7 +39,7 @@ mod streaming;
 mod tiling;
 
 pub use backend::INLINE_POINTS;
-pub use machine::{Machine, Topology, cpu_fingerprint};
+pub use machine::{Machine, Topology, cpu_fingerprint, set_cache_sharers};
 pub use partition::Partition;
 pub use pool::{CpuBackend, THREADS_ENV};
 pub use schedules::{

@@ -145,7 +145,29 @@ pub struct Machine {
     pub topology: Topology,
 }
 
+/// Processes on this machine that share its last-level cache with this one, this one
+/// included ([`set_cache_sharers`]).
+static CACHE_SHARERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// Declares that `processes` processes on this machine (this one included) run stencils at
+/// the same time and share its last-level cache, as MPI ranks on one node do: the CPU
+/// backend then sizes its blocks, its default temporal blocking and its streaming-store
+/// choice by this process's share ([`Machine::llc_share`]). 0 counts as 1. The distributed
+/// domain of `stencil::mpi` sets it to the number of its ranks on this machine.
+pub fn set_cache_sharers(processes: usize) {
+    CACHE_SHARERS.store(processes.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
 impl Machine {
+    /// This process's share of the last-level cache: [`llc_bytes`](Self::llc_bytes) over the
+    /// processes sharing it ([`set_cache_sharers`]; all of it by default).
+    pub fn llc_share(&self) -> usize {
+        self.llc_bytes
+            / CACHE_SHARERS
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .max(1)
+    }
+
     /// The running machine (read once, then cached).
     pub fn detect() -> &'static Machine {
         static MACHINE: std::sync::OnceLock<Machine> = std::sync::OnceLock::new();

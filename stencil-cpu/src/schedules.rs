@@ -125,7 +125,7 @@ pub(crate) fn plan(
     let streaming = match schedule.stores {
         CpuStores::Plain => false,
         CpuStores::Streaming => true,
-        CpuStores::Auto => auto_streams(output_bytes, crate::Machine::detect().llc_bytes),
+        CpuStores::Auto => auto_streams(output_bytes, crate::Machine::detect().llc_share()),
     };
     let row_block = match schedule.row_block {
         0 if streaming || schedule.prefetch > 0 => DEFAULT_STREAMING_ROW_BLOCK,
@@ -261,7 +261,7 @@ mod tests {
     fn plans_resolve_the_defaults() {
         let s = CpuSchedule::default();
         let big = [256, 256, 256];
-        let llc = crate::Machine::detect().llc_bytes;
+        let llc = crate::Machine::detect().llc_share();
         let p = plan(&s, &big, 8, 2, AUTO_STREAMING_CACHES * llc);
         assert!(
             !p.rows.streaming,

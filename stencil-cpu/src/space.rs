@@ -158,7 +158,7 @@ impl ScheduleSpace {
         }
         let output_bytes = shape.iter().product::<usize>() * elem * kernel.outputs().count();
         let auto_stores = if stores.contains(&CpuStores::Streaming)
-            && crate::schedules::auto_streams(output_bytes, machine.llc_bytes)
+            && crate::schedules::auto_streams(output_bytes, machine.llc_share())
         {
             CpuStores::Streaming
         } else {
@@ -357,9 +357,9 @@ impl ScheduleSpace {
         let mut tuning = TuningSpace::new(space, schedule_of);
         tuning.default_point = default_point;
         tuning.block_dims = (0..n_dims).map(Some).collect();
-        tuning.cache_bytes = machine.l2_bytes.max(machine.llc_bytes / workers.max(1));
+        tuning.cache_bytes = machine.l2_bytes.max(machine.llc_share() / workers.max(1));
         tuning.peak_flops = (workers.max(1) * lanes * 4) as f64 * 2.5e9;
-        tuning.largest_cache_bytes = machine.llc_bytes;
+        tuning.largest_cache_bytes = machine.llc_share();
         tuning
     }
 

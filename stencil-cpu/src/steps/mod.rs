@@ -125,7 +125,7 @@ pub(crate) fn time_blocking<T: Element>(
         || (shape.len() == 1 && stencil_core::passes::linear::retimed_stores(kernel).is_some());
     let plane_bytes = plane_bytes(kernel, shape, job.slots());
     let total_bytes = plane_bytes * shape[0];
-    let budget = machine.llc_bytes / 2;
+    let budget = machine.llc_share() / 2;
     let depth = match schedule.time_depth {
         _ if unblockable => 1,
         0 if total_bytes > budget => DEFAULT_TIME_DEPTH,
@@ -245,7 +245,7 @@ pub(crate) fn steps_tuning_space(
         .collect();
     let plane =
         shape[1..].iter().product::<usize>() * kernel.fields.len() * kernel.elem().size_bytes();
-    let budget = machine.llc_bytes / 2;
+    let budget = machine.llc_share() / 2;
     let three_d = shape.len() >= 3;
     // In 3-D and more: 0 (the default slab of the blocking the job gets), half and twice the
     // default tile; below, the default slab of each depth, its half and its double.
@@ -325,8 +325,8 @@ pub(crate) fn steps_tuning_space(
         register_rows.iter().position(|&r| r == rows).unwrap_or(0),
         1,
     ]);
-    tuning.cache_bytes = machine.llc_bytes;
-    tuning.largest_cache_bytes = machine.llc_bytes;
+    tuning.cache_bytes = machine.llc_share();
+    tuning.largest_cache_bytes = machine.llc_share();
     tuning
 }
 
@@ -342,7 +342,7 @@ pub(crate) fn trial_shape(
     let lag = radius(kernel).in_dim(0) as usize;
     let plane =
         shape[1..].iter().product::<usize>() * kernel.fields.len() * kernel.elem().size_bytes();
-    let budget = machine.llc_bytes / 2;
+    let budget = machine.llc_share() / 2;
     let deepest = TIME_DEPTHS[TIME_DEPTHS.len() - 1];
     let thickest = 2 * default_slab(shape[0], plane, 1, lag, budget, workers);
     let planes = (2 * (thickest + deepest * lag + 2 * lag))
