@@ -133,29 +133,36 @@ fn set_faces<const D: usize>(grid: &mut Grid<f64, D>, faces: &[[Boundary<f64>; 2
     }
 }
 
-/// Every point of `grid`, interior and halo, as bits (the halo's `UserManaged` faces are not
-/// compared: nothing writes them).
-fn bits<const D: usize>(grid: &Grid<f64, D>, faces: &[[Boundary<f64>; 2]; D]) -> Vec<u64> {
-    let h = grid.halo() as isize;
-    let n = grid.shape();
-    let user = faces.iter().flatten().any(|b| *b == Boundary::UserManaged);
-    let total: usize = n.iter().map(|&x| x + 2 * grid.halo()).product();
-    let mut out = Vec::with_capacity(total);
-    for flat in 0..total {
+/// Every point of `grid`'s storage, interior and halo, in C order.
+fn points<const D: usize>(grid: &Grid<f64, D>) -> impl Iterator<Item = [isize; D]> + use<D> {
+    let (n, h) = (grid.shape(), grid.halo());
+    let total: usize = n.iter().map(|&x| x + 2 * h).product();
+    (0..total).map(move |flat| {
         let mut rest = flat;
         let mut p = [0isize; D];
         for d in (0..D).rev() {
-            let w = n[d] as isize + 2 * h;
-            p[d] = (rest as isize % w) - h;
-            rest /= w as usize;
+            let w = n[d] + 2 * h;
+            p[d] = (rest % w) as isize - h as isize;
+            rest /= w;
         }
-        let inside = (0..D).all(|d| (0..n[d] as isize).contains(&p[d]));
-        if user && !inside {
-            continue;
-        }
-        out.push(grid.get(p).unwrap().to_bits());
-    }
-    out
+        p
+    })
+}
+
+/// Whether `faces` has a `UserManaged` face, whose halo is the caller's (nothing fills it).
+fn user_managed<const D: usize>(faces: &[[Boundary<f64>; 2]; D]) -> bool {
+    faces.iter().flatten().any(|b| *b == Boundary::UserManaged)
+}
+
+/// Every point of `grid`, interior and halo, as bits (the halo's `UserManaged` faces are not
+/// compared: nothing writes them).
+fn bits<const D: usize>(grid: &Grid<f64, D>, faces: &[[Boundary<f64>; 2]; D]) -> Vec<u64> {
+    let n = grid.shape();
+    let user = user_managed(faces);
+    points(grid)
+        .filter(|p| !user || (0..D).all(|d| (0..n[d] as isize).contains(&p[d])))
+        .map(|p| grid.get(p).unwrap().to_bits())
+        .collect()
 }
 
 /// Runs one case on every rank: a time loop and a single sweep across ranks, compared on
@@ -201,29 +208,15 @@ fn run_case<const D: usize>(
     // before (every point outside the owned box is poisoned first).
     {
         let (own_lo, own_hi) = domain.owned_local();
-        let h = u.halo() as isize;
-        let n = u.shape();
-        let total: usize = n.iter().map(|&x| x + 2 * u.halo()).product();
-        for flat in 0..total {
-            let mut rest = flat;
-            let mut p = [0isize; D];
-            for d in (0..D).rev() {
-                let w = n[d] + 2 * u.halo();
-                p[d] = (rest % w) as isize - h;
-                rest /= w;
-            }
+        let origin = domain.local_origin();
+        // Points beyond a `UserManaged` face of the global interior are the caller's.
+        let callers = |p: &[isize; D]| {
+            user_managed(&case.faces)
+                && (0..D).any(|d| !(0..case.shape[d] as isize).contains(&(origin[d] + p[d])))
+        };
+        for p in points(&u).collect::<Vec<_>>() {
             let owned = (0..D).all(|d| (own_lo[d] as isize..own_hi[d] as isize).contains(&p[d]));
-            // Points beyond a `UserManaged` face of the global interior are the caller's.
-            let origin = domain.local_origin();
-            let outside =
-                (0..D).any(|d| !(0..case.shape[d] as isize).contains(&(origin[d] + p[d])));
-            let user = case
-                .faces
-                .iter()
-                .flatten()
-                .any(|b| *b == Boundary::UserManaged);
-            let callers = outside && user;
-            if !owned && !callers {
+            if !owned && !callers(&p) {
                 u.set(p, f64::from_bits(0x7ff8_0000_dead_beef)).unwrap();
             }
         }
@@ -232,28 +225,8 @@ fn run_case<const D: usize>(
         global.fill_with(|p| value(1, p));
         set_faces(&mut global, &case.faces);
         global.update_halo();
-        let origin = domain.local_origin();
-        let h = u.halo() as isize;
-        let n = u.shape();
-        let total: usize = n.iter().map(|&x| x + 2 * u.halo()).product();
-        for flat in 0..total {
-            let mut rest = flat;
-            let mut p = [0isize; D];
-            for d in (0..D).rev() {
-                let w = n[d] + 2 * u.halo();
-                p[d] = (rest % w) as isize - h;
-                rest /= w;
-            }
+        for p in points(&u).filter(|p| !callers(p)) {
             let g: [isize; D] = std::array::from_fn(|d| origin[d] + p[d]);
-            let outside = (0..D).any(|d| !(0..case.shape[d] as isize).contains(&g[d]));
-            let user = case
-                .faces
-                .iter()
-                .flatten()
-                .any(|b| *b == Boundary::UserManaged);
-            if outside && user {
-                continue;
-            }
             if let Some(want) = global.get(g) {
                 let got = u.get(p).unwrap();
                 assert!(
