@@ -337,8 +337,12 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     /// [`fill_with`](crate::mpi::Domain::fill_with) and
     /// [`scatter`](crate::mpi::Domain::scatter) call). Between exchanges the local loop
     /// applies the grids' boundary conditions on the faces of the global interior only.
-    /// The schedule is tuned (or found in the cache) by the lowest rank of every group of
-    /// ranks with the same local shape, and shared with the group.
+    /// With a ghost depth of 0, on a backend that runs regions (the CPU backend), each step
+    /// after the first overlaps its exchange with the sweep of the owned box's inner part and
+    /// sweeps the shell once the halo has arrived. After the call, the owned boxes hold the
+    /// result; ghost zones and halos beyond rank faces are stale until the next exchange. The
+    /// schedule is tuned (or found in the cache) by the lowest rank of every group of ranks
+    /// with the same local shape, and shared with the group.
     ///
     /// [`run`](Self::run) then also fails with [`ErrorKind::BadArgument`] when the domain's
     /// ghost depth is neither 0 nor at least the kernel's radius, and with the errors of
