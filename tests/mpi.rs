@@ -415,24 +415,15 @@ fn scatter_gather(world: &impl stencil::mpi::bindings::traits::Communicator) {
         .unwrap();
     let mut global = Grid3::<f64>::with_halo(shape, 2).unwrap();
     global.fill_with(|p| value(5, p));
-    global
-        .set_face_boundary(0, Side::Low, Boundary::Dirichlet(3.5))
-        .unwrap();
-    global
-        .set_face_boundary(0, Side::High, Boundary::Reflect)
-        .unwrap();
-    global
-        .set_face_boundary(1, Side::Low, Boundary::Periodic)
-        .unwrap();
-    global
-        .set_face_boundary(1, Side::High, Boundary::Periodic)
-        .unwrap();
-    global
-        .set_face_boundary(2, Side::Low, Boundary::ZeroGradient)
-        .unwrap();
-    global
-        .set_face_boundary(2, Side::High, Boundary::Dirichlet(-1.25))
-        .unwrap();
+    use Boundary::*;
+    set_faces(
+        &mut global,
+        &[
+            [Dirichlet(3.5), Reflect],
+            [Periodic, Periodic],
+            [ZeroGradient, Dirichlet(-1.25)],
+        ],
+    );
     let mut local = domain.grid::<f64>().unwrap();
     let root = (domain.rank() == 0).then_some(&global);
     domain.scatter(root, &mut local).unwrap();
@@ -451,22 +442,11 @@ fn scatter_gather(world: &impl stencil::mpi::bindings::traits::Communicator) {
     }
     // The scattered grid's halo is exchanged: every local point equals the global grid there.
     let origin = domain.local_origin();
-    let h = local.halo() as isize;
-    let n = local.shape();
-    for i in -h..n[0] as isize + h {
-        for j in -h..n[1] as isize + h {
-            for k in -h..n[2] as isize + h {
-                let g = [origin[0] + i, origin[1] + j, origin[2] + k];
-                if let Some(want) = global.get(g) {
-                    let got = local.get([i, j, k]).unwrap();
-                    assert_eq!(
-                        got.to_bits(),
-                        want.to_bits(),
-                        "local {:?} global {g:?}",
-                        [i, j, k]
-                    );
-                }
-            }
+    for p in points(&local) {
+        let g: [isize; 3] = std::array::from_fn(|d| origin[d] + p[d]);
+        if let Some(want) = global.get(g) {
+            let got = local.get(p).unwrap();
+            assert_eq!(got.to_bits(), want.to_bits(), "local {p:?} global {g:?}");
         }
     }
 }
