@@ -817,9 +817,24 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     ) -> Result<TuneReport> {
         let shape: Vec<usize> = grid_ref(&self.grids[0]).shape().to_vec();
         let padding: Vec<usize> = self.grids.iter().map(|g| grid_ref(g).padding()).collect();
+        let kernel = self.stencil.kernel();
+        if self.tune.policy() == TunePolicy::Quick && steps < tuning::MIN_TUNED_STEPS {
+            return Ok(TuneReport::plain(
+                tuning::TuningSource::Default,
+                backend.default_schedule(kernel, &shape),
+                String::new(),
+            ));
+        }
+        // The single sweep's schedule, tuned (or found) on the first step's own job: it
+        // writes only the grids that step overwrites.
+        let settings = self.tune.clone();
+        let sweep = {
+            let mut job = self.job(rotation, params)?;
+            job.next_step_job(|job| tuning::choose(backend, job, &settings))??
+        };
         // Trials run on copies of the leading planes of every grid (as many as the backend
         // asks for), so they never change the simulation and cost a fraction of its steps.
-        let trial_shape = backend.steps_trial_shape(self.stencil.kernel(), &shape);
+        let trial_shape = backend.steps_trial_shape(kernel, &shape, &sweep.schedule);
         let mut copies: Vec<Grid<T, D>> = Vec::new();
         let setup = |copies: &mut Vec<Grid<T, D>>| -> Result<()> {
             if copies.is_empty() {
@@ -848,7 +863,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             result.is_ok()
         };
         tuning::choose_steps(
-            backend, stencil, &shape, &padding, steps, &self.tune, &mut trial,
+            backend, stencil, &shape, &padding, steps, &sweep, &self.tune, &mut trial,
         )
     }
 

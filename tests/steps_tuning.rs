@@ -111,7 +111,18 @@ fn a_time_loop_tunes_on_copies_then_remembers_and_another_process_hits_the_cache
     // Another class of step counts is tuned apart.
     let other = time_loop(&mut u, &mut out, 100, &path);
     assert_eq!(other.tuning.source, TuningSource::Tuned, "{}", other.tuning);
-    assert_eq!(TuningCache::at(&path).entries().len(), 2);
+    // The cache holds the loop's single sweep (tuned once, on the first call's first step)
+    // and the two classes' loops.
+    assert_eq!(TuningCache::at(&path).entries().len(), 3);
+    assert!(
+        other
+            .tuning
+            .evidence
+            .iter()
+            .any(|c| c.challenger.contains("sweep=tuned")),
+        "the loop of plain steps under the tuned sweep is always compared: {}",
+        other.tuning
+    );
     // Another process finds the first class's schedule in the cache.
     let stdout = run_child(
         "a_time_loop_tunes_on_copies_then_remembers_and_another_process_hits_the_cache",

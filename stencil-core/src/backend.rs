@@ -408,23 +408,28 @@ pub trait Backend<T: Element>: Send + Sync {
     /// `shape` running about `steps` steps per call, or `None` (the default) when time loops on
     /// this backend are not tuned (they then run [`default_schedule`](Self::default_schedule)).
     /// Each trial runs [`trial_steps`](crate::steps::trial_steps)`(steps)` steps, which a
-    /// candidate's temporal blocking should divide.
+    /// candidate's temporal blocking should divide. `sweep` is the schedule the loop's single
+    /// sweep runs under (tuned or default): a backend should offer steps one after another
+    /// under it as a [baseline](TuningSpace::baselines), so the tuned loop is never slower
+    /// than plain steps of its sweep.
     fn steps_tuning_space(
         &self,
         kernel: &Kernel,
         shape: &[usize],
         steps: usize,
+        sweep: &Schedule,
     ) -> Option<TuningSpace> {
-        let _ = (kernel, shape, steps);
+        let _ = (kernel, shape, steps, sweep);
         None
     }
 
     /// The interior shape of the grids a time loop's tuning trials run on, for a loop of
-    /// `kernel` on an interior of `shape`: `shape` itself (the default), or a part of it that
-    /// is cheaper to step yet meets the backend's blocks and caches as `shape` does (trials
-    /// compare candidates with each other, never with the real loop).
-    fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize]) -> Vec<usize> {
-        let _ = kernel;
+    /// `kernel` on an interior of `shape` whose single sweep runs under `sweep`: `shape`
+    /// itself (the default), or a part of it that is cheaper to step yet meets the backend's
+    /// blocks and caches as `shape` does, under `sweep` too (trials compare candidates with
+    /// each other, never with the real loop).
+    fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize], sweep: &Schedule) -> Vec<usize> {
+        let _ = (kernel, sweep);
         shape.to_vec()
     }
 

@@ -540,6 +540,22 @@ impl<'a, T: Element> StepsJob<'a, T> {
     /// What `run` returns (the step is then not counted).
     pub fn step_with(&mut self, run: impl FnOnce(&mut Job<'_, T>) -> Result<()>) -> Result<()> {
         let done = self.done;
+        self.next_step_job(run)??;
+        self.fill_written_halos(done);
+        self.done += 1;
+        Ok(())
+    }
+
+    /// Calls `run` with the job of the next step (the one [`step_with`](Self::step_with)
+    /// would run) without counting it as a step: no halo is filled and nothing rotates. The
+    /// job writes only the grids that step overwrites, so running it any number of times
+    /// before the step changes nothing the loop leaves (the time loop tunes its single
+    /// sweep on it).
+    ///
+    /// # Errors
+    /// The job's validation errors ([`Job::new`]).
+    pub fn next_step_job<R>(&mut self, run: impl FnOnce(&mut Job<'_, T>) -> R) -> Result<R> {
+        let done = self.done;
         let grid_of: Vec<Vec<usize>> = (0..self.chains.len())
             .map(|c| {
                 (0..self.chains[c].len())
@@ -547,42 +563,37 @@ impl<'a, T: Element> StepsJob<'a, T> {
                     .collect()
             })
             .collect();
-        {
-            let mut chain_views: Vec<Vec<Option<FieldViewMut<'_, T>>>> = self
-                .chains
-                .iter_mut()
-                .map(|grids| grids.iter_mut().map(|g| Some(g.view.reborrow())).collect())
-                .collect();
-            let mut lone_views: Vec<Option<FieldViewMut<'_, T>>> = self
-                .lone
-                .iter_mut()
-                .map(|g| Some(g.view.reborrow()))
-                .collect();
-            let mut take = |slot: FieldSlot| -> FieldViewMut<'_, T> {
-                let view = match slot {
-                    FieldSlot::Chain { chain, position } => {
-                        chain_views[chain][grid_of[chain][position]].take()
-                    }
-                    FieldSlot::Lone(k) => lone_views[k].take(),
-                    FieldSlot::Coefficient(_) => None,
-                };
-                view.unwrap_or_else(|| unreachable!("stencil-core steps: a grid used twice"))
-            };
-            let mut inputs = Vec::new();
-            let mut outputs = Vec::new();
-            for (slot, field) in self.slots.iter().zip(&self.stencil.kernel().fields) {
-                match (*slot, field.role) {
-                    (FieldSlot::Coefficient(k), _) => inputs.push(self.coefficients[k]),
-                    (slot, Role::Input) => inputs.push(take(slot).into_shared()),
-                    (slot, Role::Output) => outputs.push(take(slot)),
+        let mut chain_views: Vec<Vec<Option<FieldViewMut<'_, T>>>> = self
+            .chains
+            .iter_mut()
+            .map(|grids| grids.iter_mut().map(|g| Some(g.view.reborrow())).collect())
+            .collect();
+        let mut lone_views: Vec<Option<FieldViewMut<'_, T>>> = self
+            .lone
+            .iter_mut()
+            .map(|g| Some(g.view.reborrow()))
+            .collect();
+        let mut take = |slot: FieldSlot| -> FieldViewMut<'_, T> {
+            let view = match slot {
+                FieldSlot::Chain { chain, position } => {
+                    chain_views[chain][grid_of[chain][position]].take()
                 }
+                FieldSlot::Lone(k) => lone_views[k].take(),
+                FieldSlot::Coefficient(_) => None,
+            };
+            view.unwrap_or_else(|| unreachable!("stencil-core steps: a grid used twice"))
+        };
+        let mut inputs = Vec::new();
+        let mut outputs = Vec::new();
+        for (slot, field) in self.slots.iter().zip(&self.stencil.kernel().fields) {
+            match (*slot, field.role) {
+                (FieldSlot::Coefficient(k), _) => inputs.push(self.coefficients[k]),
+                (slot, Role::Input) => inputs.push(take(slot).into_shared()),
+                (slot, Role::Output) => outputs.push(take(slot)),
             }
-            let mut job = Job::new(self.stencil, inputs, outputs, self.params.clone())?;
-            run(&mut job)?;
         }
-        self.fill_written_halos(done);
-        self.done += 1;
-        Ok(())
+        let mut job = Job::new(self.stencil, inputs, outputs, self.params.clone())?;
+        Ok(run(&mut job))
     }
 
     /// Fills the halo of every grid the step after `done` steps wrote.

@@ -229,9 +229,21 @@ impl<T: Element> Backend<T> for CpuBackend {
     /// As many planes of dimension 0 as two slabs of the thickest blocking the tuning
     /// space offers (slab plus lag), and at least enough that the trial grids exceed twice
     /// the last-level cache: every candidate's slabs meet the caches as on the real grids,
-    /// and a trial of a large loop costs a fraction of its steps.
-    fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize]) -> Vec<usize> {
-        crate::steps::trial_shape(crate::Machine::detect(), kernel, shape, self.threads())
+    /// and a trial of a large loop costs a fraction of its steps. Rounded up to whole core
+    /// blocks of `sweep` for every thread, so plain steps under the sweep's schedule keep
+    /// every thread as busy in a trial as in the loop.
+    fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize], sweep: &Schedule) -> Vec<usize> {
+        let sweep = match sweep {
+            Schedule::Cpu(s) => Some(s),
+            _ => None,
+        };
+        crate::steps::trial_shape(
+            crate::Machine::detect(),
+            kernel,
+            shape,
+            self.threads(),
+            sweep,
+        )
     }
 
     /// The default schedule with blocking depths 1 to 4 and slabs of 1 to 3 planes (depths
@@ -277,13 +289,19 @@ impl<T: Element> Backend<T> for CpuBackend {
         kernel: &Kernel,
         shape: &[usize],
         steps: usize,
+        sweep: &Schedule,
     ) -> Option<TuningSpace> {
+        let sweep = match sweep {
+            Schedule::Cpu(s) => *s,
+            _ => self.default_cpu_schedule(shape),
+        };
         Some(crate::steps::steps_tuning_space(
             crate::Machine::detect(),
             kernel,
             shape,
             self.threads(),
             steps,
+            &sweep,
         ))
     }
 

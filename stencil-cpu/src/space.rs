@@ -360,6 +360,20 @@ impl ScheduleSpace {
         tuning.cache_bytes = machine.l2_bytes.max(machine.llc_share() / workers.max(1));
         tuning.peak_flops = (workers.max(1) * lanes * 4) as f64 * 2.5e9;
         tuning.largest_cache_bytes = machine.llc_share();
+        // What moves a memory-bound sweep's time most, first: the stores, register rows,
+        // the inner blocks (blocked or not), prefetch, then the outer blocks, the chunks and
+        // the row blocks.
+        let (chunk, row_block, rows, stores, prefetch) =
+            (n_dims, n_dims + 1, n_dims + 2, n_dims + 3, n_dims + 4);
+        let mut screening = vec![stores, rows];
+        screening.extend((1..n_dims).rev());
+        screening.extend([prefetch, 0, chunk, row_block]);
+        tuning.screening = screening;
+        tuning.stores_dim = self
+            .stores
+            .iter()
+            .position(|&s| s == CpuStores::Streaming)
+            .map(|i| (stores, i));
         tuning
     }
 

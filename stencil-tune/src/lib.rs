@@ -1,5 +1,7 @@
 //! stencil-tune: the backend-independent half of the tuner (DESIGN.md section 7).
 //!
+//! - [`engine`]: first-call tuning as a whole: memo, cache, the `quick` search, paired
+//!   decisions, time budgets, the machine's bandwidth and caches (the facade binds calls to it);
 //! - [`search`]: budgets, stop reasons and the bookkeeping every strategy shares ([`Search`]);
 //! - [`strategy`]: exhaustive, random sampling, model-ordered neighbourhood search, genetic
 //!   algorithm;
@@ -18,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cache;
+pub mod engine;
 pub mod harness;
 pub mod measure;
 pub mod model;

@@ -43,7 +43,31 @@ pub struct Roofline {
     pub peak_flops: f64,
     /// The block-size term; `None` predicts the bound for every point.
     pub cache_fit: Option<CacheFit>,
+    /// The store term; `None`: stores cost their compulsory bytes whatever the point.
+    pub stores: Option<StoreTerm>,
 }
+
+/// How plain and streaming stores change the traffic.
+///
+/// Plain stores of outputs that do not stay in cache read each output line before writing it
+/// (write-allocate): `output_bytes_per_point` more per point. Streaming stores avoid that,
+/// but when the sweep's grids do stay in cache they send outputs to memory that the next
+/// sweep would have found in cache: their memory time is then counted
+/// [`RESIDENT_STREAMING_PENALTY`] times.
+#[derive(Clone, PartialEq, Debug)]
+pub struct StoreTerm {
+    /// The search dimension choosing the stores.
+    pub dim: usize,
+    /// Its value index meaning streaming stores.
+    pub streaming: usize,
+    /// Bytes written per point (every output once).
+    pub output_bytes_per_point: f64,
+    /// Whether the sweep's grids fit the largest cache (measured, not reported).
+    pub resident: bool,
+}
+
+/// Factor on the memory time of streaming stores over grids that stay in cache.
+pub const RESIDENT_STREAMING_PENALTY: f64 = 1.5;
 
 /// How block sizes change the traffic: which search dimensions hold block extents.
 #[derive(Clone, PartialEq, Debug)]
@@ -92,7 +116,30 @@ impl Roofline {
             bandwidth,
             peak_flops,
             cache_fit: None,
+            stores: None,
         }
+    }
+
+    /// This model with the store term of `kernel`: search dimension `dim` chooses the stores,
+    /// value `streaming` streams, and the grids stay in cache when all of `kernel`'s fields
+    /// over the model's points fit `largest_cache_bytes`.
+    pub fn with_stores(
+        mut self,
+        kernel: &Kernel,
+        dim: usize,
+        streaming: usize,
+        largest_cache_bytes: f64,
+    ) -> Roofline {
+        let elem = kernel.elem().size_bytes() as f64;
+        let outputs = kernel.outputs().count() as f64;
+        let grids = kernel.fields.len() as f64;
+        self.stores = Some(StoreTerm {
+            dim,
+            streaming,
+            output_bytes_per_point: outputs * elem,
+            resident: grids * elem * self.n_points <= largest_cache_bytes,
+        });
+        self
     }
 
     /// This model with the block-size term of `kernel` (its radius, and the element sizes of
@@ -136,7 +183,16 @@ impl Roofline {
     /// scaled by [`traffic_factor`](Roofline::traffic_factor).
     pub fn predict(&self, space: &SearchSpace, point: &[usize]) -> f64 {
         let factor = self.traffic_factor(space, point);
-        let memory = factor * self.bytes_per_point * self.n_points / self.bandwidth;
+        let mut bytes = self.bytes_per_point;
+        if let Some(st) = &self.stores {
+            let streaming = point.get(st.dim) == Some(&st.streaming);
+            match (streaming, st.resident) {
+                (false, false) => bytes += st.output_bytes_per_point,
+                (true, true) => bytes *= RESIDENT_STREAMING_PENALTY,
+                _ => {}
+            }
+        }
+        let memory = factor * bytes * self.n_points / self.bandwidth;
         let compute = self.flops_per_point * self.n_points / self.peak_flops;
         memory.max(compute)
     }
@@ -243,6 +299,7 @@ mod tests {
             bandwidth: 1.0e10,
             peak_flops: 1.0e10,
             cache_fit: None,
+            stores: None,
         }
     }
 

@@ -35,6 +35,18 @@ pub struct TuningSpace {
     /// times this much is served partly from cache, so memory bandwidth does not bound it:
     /// the tuner then does not stop at the roofline bound. 0 means unknown (always stop).
     pub largest_cache_bytes: usize,
+    /// The search dimensions that move time most, most important first: the quick search
+    /// tries the other values of each of them (from the default point, one dimension at a
+    /// time) before anything else. Empty: every dimension in the space's order.
+    pub screening: Vec<usize>,
+    /// The dimension choosing plain or streaming (cache-bypassing) stores, with the index of
+    /// its streaming value, so the model can charge plain stores the write-allocate traffic
+    /// of outputs that do not stay in cache.
+    pub stores_dim: Option<(usize, usize)>,
+    /// Points other than the default that the tuner must time against its final choice
+    /// (a time loop's depth-1 loop under the single sweep's tuned schedule): the tuned
+    /// schedule is never slower than any of them, within the tuner's noise rule.
+    pub baselines: Vec<Vec<usize>>,
 }
 
 impl TuningSpace {
@@ -52,6 +64,9 @@ impl TuningSpace {
             cache_bytes: 0,
             peak_flops: f64::INFINITY,
             largest_cache_bytes: 0,
+            screening: Vec::new(),
+            stores_dim: None,
+            baselines: Vec::new(),
         }
     }
 
@@ -89,6 +104,9 @@ impl fmt::Debug for TuningSpace {
             .field("cache_bytes", &self.cache_bytes)
             .field("peak_flops", &self.peak_flops)
             .field("largest_cache_bytes", &self.largest_cache_bytes)
+            .field("screening", &self.screening)
+            .field("stores_dim", &self.stores_dim)
+            .field("baselines", &self.baselines)
             .finish_non_exhaustive()
     }
 }

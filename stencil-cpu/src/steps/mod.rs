@@ -33,7 +33,7 @@ mod wavefront;
 
 use stencil_core::analysis::radius;
 use stencil_core::grid::Boundary;
-use stencil_core::schedule::{SearchSpace, TuningSpace};
+use stencil_core::schedule::{DimValue, SearchSpace, TuningSpace};
 use stencil_core::steps::FieldSlot;
 use stencil_core::{CpuSchedule, CpuStores, Element, Kernel, Result, Schedule, StepsJob};
 
@@ -222,20 +222,26 @@ fn job_has_periodic_dim0<T: Element>(job: &StepsJob<'_, T>) -> bool {
 
 /// The time-loop tuning space of `kernel` on `shape` for `workers` threads of `machine`
 /// (see [`CpuBackend`]'s [`steps_tuning_space`](stencil_core::Backend::steps_tuning_space)):
-/// `time_depth` over the [`TIME_DEPTHS`] that divide the trials' step count, `time_slab` (planes of dimension 0: in 3-D and more 0
-/// for the default of the blocking the job gets, half and twice [`DEFAULT_TILE`]; below, the
-/// default slab of each depth, its half and its double), `block_y` (3-D and more: rows of
-/// dimension 1 per tile or per block of a worker's share, as `tile[1]`: 0 for the default,
-/// half and twice [`DEFAULT_TILE`]), `register_rows` (1 and the jammed counts) and
-/// `prefetch` (0 or 2 rows);
-/// the other tiles and the stores are the default schedule's (blocked steps store plainly
-/// whatever the stores: a step's output is read again by the next step while in cache).
+/// `time_depth` over the [`TIME_DEPTHS`] that divide the trials' step count, `time_slab`
+/// (planes of dimension 0: in 3-D and more 0 for the default of the blocking the job gets,
+/// half and twice [`DEFAULT_TILE`]; below, the default slab of each depth, its half and its
+/// double), `block_y` (3-D and more: rows of dimension 1 per tile or per block of a worker's
+/// share, as `tile[1]`: 0 for the default, half and twice [`DEFAULT_TILE`]), `register_rows`
+/// (1 and the jammed counts), `prefetch` (0 or 2 rows) and `sweep` (`default`, or `tuned`:
+/// steps one after another under `sweep`, the loop's single-sweep schedule, legal at depth 1
+/// with every other dimension at its first value only). That last point is the space's
+/// [baseline](TuningSpace::baselines): the tuned loop is never slower than plain steps of
+/// the tuned sweep. The other tiles and the stores of blocked points are the default
+/// schedule's (blocked steps store plainly whatever the stores: a step's output is read again
+/// by the next step while in cache). The quick search screens `time_depth` first, then
+/// `block_y`, `time_slab`, `register_rows` and `prefetch`.
 pub(crate) fn steps_tuning_space(
     machine: &Machine,
     kernel: &Kernel,
     shape: &[usize],
     workers: usize,
     steps: usize,
+    sweep: &CpuSchedule,
 ) -> TuningSpace {
     let lag = radius(kernel).in_dim(0) as usize;
     let trial = stencil_core::steps::trial_steps(steps);
@@ -284,10 +290,28 @@ pub(crate) fn steps_tuning_space(
         .with_ints("time_slab", slabs.iter().map(|&s| s as i64))
         .with_ints("block_y", blocks.iter().map(|&b| b as i64))
         .with_ints("register_rows", register_rows.iter().map(|&r| r as i64))
-        .with_ints("prefetch", prefetch.iter().map(|&p| p as i64));
+        .with_ints("prefetch", prefetch.iter().map(|&p| p as i64))
+        .with(
+            "sweep",
+            vec![
+                DimValue::Name("default".into()),
+                DimValue::Name("tuned".into()),
+            ],
+        );
     let default = crate::schedules::default_schedule(shape, workers);
+    let sweep = CpuSchedule {
+        time_depth: 1,
+        time_slab: 0,
+        ..*sweep
+    };
+    let depth_one = depths.iter().position(|&d| d == 1);
     let (depths_of, slabs_of, rows_of) = (depths.clone(), slabs.clone(), register_rows.clone());
     let schedule_of = move |point: &[usize]| {
+        if point[5] == 1 {
+            // Plain steps under the sweep's schedule: one point only.
+            return (Some(point[0]) == depth_one && point[1..5].iter().all(|&i| i == 0))
+                .then_some(Schedule::Cpu(sweep));
+        }
         let mut tile = default.tile;
         let block = *blocks.get(point[2])?;
         if three_d {
@@ -324,7 +348,12 @@ pub(crate) fn steps_tuning_space(
         0,
         register_rows.iter().position(|&r| r == rows).unwrap_or(0),
         1,
+        0,
     ]);
+    if let Some(one) = depth_one {
+        tuning.baselines = vec![vec![one, 0, 0, 0, 0, 1]];
+    }
+    tuning.screening = vec![0, 2, 1, 3, 4];
     tuning.cache_bytes = machine.llc_share();
     tuning.largest_cache_bytes = machine.llc_share();
     tuning
@@ -332,12 +361,14 @@ pub(crate) fn steps_tuning_space(
 
 /// The shape of a time loop's trial grids (see `CpuBackend`'s `steps_trial_shape`): `shape`
 /// with dimension 0 cut to two of the thickest blocks the tuning space offers and at least
-/// twice the last-level cache's worth of planes (never more than `shape`).
+/// twice the last-level cache's worth of planes, rounded up to whole core blocks of `sweep`
+/// (its `tile[0]`) for every worker (never more than `shape`).
 pub(crate) fn trial_shape(
     machine: &Machine,
     kernel: &Kernel,
     shape: &[usize],
     workers: usize,
+    sweep: Option<&CpuSchedule>,
 ) -> Vec<usize> {
     let lag = radius(kernel).in_dim(0) as usize;
     let plane =
@@ -345,9 +376,13 @@ pub(crate) fn trial_shape(
     let budget = machine.llc_share() / 2;
     let deepest = TIME_DEPTHS[TIME_DEPTHS.len() - 1];
     let thickest = 2 * default_slab(shape[0], plane, 1, lag, budget, workers);
-    let planes = (2 * (thickest + deepest * lag + 2 * lag))
+    let mut planes = (2 * (thickest + deepest * lag + 2 * lag))
         .max((4 * budget).div_ceil(plane.max(1)))
         .max(16);
+    if let Some(block) = sweep.map(|s| s.tile[0]).filter(|&b| b > 0) {
+        let round = block * workers.max(1);
+        planes = planes.div_ceil(round) * round;
+    }
     let mut trial = shape.to_vec();
     trial[0] = planes.min(shape[0]);
     trial

@@ -85,6 +85,7 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
         kernel: &Kernel,
         shape: &[usize],
         _steps: usize,
+        _sweep: &Schedule,
     ) -> Option<TuningSpace> {
         let device = self.device().ok()?;
         Some(steps_tuning_space(kernel, shape, device.caps()))

@@ -245,6 +245,7 @@ mod tests {
             bandwidth: 1.0e10,
             peak_flops: 1.0e11,
             cache_fit: None,
+            stores: None,
         };
         let e = TunedEntry::new(&space, &found, &outcome, Some(&roofline));
         assert_eq!(e.point, vec![1]);
