@@ -48,7 +48,8 @@ pub(crate) struct Section<'a> {
     /// Rayon pools with the backends' thread counts (the plain loops' parallel form).
     pub(crate) pools: &'a [rayon::ThreadPool],
     pub(crate) repeats: usize,
-    /// The last-level cache in bytes (sizes the read-bandwidth array).
+    /// The effective last-level cache in bytes (`Machine::llc`: measured where the tuning
+    /// measured it; sizes the read-bandwidth array).
     pub(crate) llc_bytes: usize,
     /// One non-temporal copy on a backend (the bench's STREAM copy).
     pub(crate) copy: &'a mut dyn FnMut(&CpuBackend),

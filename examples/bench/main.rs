@@ -269,7 +269,7 @@ fn main() {
         .collect();
     if !o.json {
         println!(
-            "machine: {} cores, L1 {} KiB, L2 {} KiB, LLC {} MiB, {} NUMA node(s), vector {:?}",
+            "machine: {} cores, L1 {} KiB, L2 {} KiB, LLC {} MiB (as reported), {} NUMA node(s), vector {:?}",
             machine.cores,
             machine.l1_bytes >> 10,
             machine.l2_bytes >> 10,
@@ -531,7 +531,7 @@ fn main() {
             backends: &backends,
             pools: &pools,
             repeats: o.repeats,
-            llc_bytes: machine.llc_bytes,
+            llc_bytes: machine.llc(),
             copy: &mut copy,
             copy_bytes: 16 * copy_src.len(),
             quiet: o.json,

@@ -8,7 +8,7 @@ use crate::analysis::field_radius;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Kernel;
-use crate::schedule::{Schedule, TuningSpace};
+use crate::schedule::{CacheSizes, Schedule, TuningSpace};
 use crate::stencil::Stencil;
 use crate::steps::StepsJob;
 use crate::view::{FieldView, FieldViewMut, Geometry};
@@ -462,5 +462,21 @@ pub trait Backend<T: Element>: Send + Sync {
     /// per device). `None` (the default) when the backend cannot measure it.
     fn measure_bandwidth(&self) -> Option<f64> {
         None
+    }
+
+    /// The device's CPU caches as the system reports them (for the CPU backend, sysfs), which
+    /// a working-set sweep checks (stencil-tune's probe) before the backend is told what it
+    /// measured ([`use_measured_caches`](Self::use_measured_caches)). `None` (the default)
+    /// when the backend has no CPU caches to measure (GPU backends).
+    fn reported_caches(&self) -> Option<CacheSizes> {
+        None
+    }
+
+    /// Tells the backend the cache capacities measured on its device: from now on it sizes
+    /// everything that depends on them (blocks, temporal blocking, streaming stores, its
+    /// tuning spaces' cache figures) by `caches` instead of the reported ones. The default
+    /// ignores them (a backend without CPU caches).
+    fn use_measured_caches(&self, caches: CacheSizes) {
+        let _ = caches;
     }
 }

@@ -43,7 +43,8 @@ pub use ir::{
 };
 pub use reduce::{Max, Min, ReductionTarget, Sum};
 pub use schedule::{
-    CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule, TuningSpace,
+    CacheSizes, CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule,
+    TuningSpace,
 };
 pub use stencil::{CpuLoop, Stencil};
 pub use steps::{Rotation, StepsJob};

@@ -38,12 +38,14 @@ impl CpuBackend {
 
     /// The machine's memory bandwidth in bytes per second as this pool sees it: the best of
     /// five copies (streaming stores where the machine has them, so no write-allocate
-    /// traffic) between two arrays of at least four times the last-level cache and 32 MiB each,
-    /// counting the bytes read and written. Takes a few tenths of a second (the tuner runs it
+    /// traffic) between two arrays of four times the effective last-level cache
+    /// ([`Machine::llc`](crate::Machine::llc): measured where it was measured, since a
+    /// reported size can be a host's hundreds of MiB) and at least 32 MiB each, counting the
+    /// bytes read and written. Takes a few tenths of a second (the tuner runs it
     /// once per machine and thread count and caches the result).
     pub fn copy_bandwidth(&self) -> f64 {
         let machine = crate::Machine::detect();
-        let elements = (4 * machine.llc_bytes).max(32 << 20) / 8;
+        let elements = (4 * machine.llc()).max(32 << 20) / 8;
         let mut src = vec![0.0f64; elements];
         let mut dst = vec![0.0f64; elements];
         // The source first touched by the pool's workers, in parallel (zeros copy as fast as
@@ -202,6 +204,17 @@ impl<T: Element> Backend<T> for CpuBackend {
 
     fn measure_bandwidth(&self) -> Option<f64> {
         Some(self.copy_bandwidth())
+    }
+
+    /// The caches sysfs reports ([`Machine::reported_caches`](crate::Machine::reported_caches)).
+    fn reported_caches(&self) -> Option<stencil_core::CacheSizes> {
+        Some(crate::Machine::detect().reported_caches())
+    }
+
+    /// Sizes everything by `caches` from now on, process-wide
+    /// ([`set_measured_caches`](crate::set_measured_caches)).
+    fn use_measured_caches(&self, caches: stencil_core::CacheSizes) {
+        crate::set_measured_caches(caches);
     }
 
     /// Temporal blocking by wavefront when the schedule's

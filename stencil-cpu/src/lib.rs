@@ -11,7 +11,8 @@
 //!
 //! The schedule space ([`ScheduleSpace`]) is derived from the machine's described
 //! capabilities ([`Machine`]: cores, caches and NUMA nodes from sysfs, vector width by run-time
-//! detection). Core blocks are dealt to workers by a static [`Partition`] (no work stealing),
+//! detection), its caches as measured where a working-set sweep measured them
+//! ([`set_measured_caches`]). Core blocks are dealt to workers by a static [`Partition`] (no work stealing),
 //! which [`CpuBackend::first_touch`] also uses to place grid pages; outputs may be written with
 //! streaming stores (module `streaming`).
 //!
@@ -39,7 +40,7 @@ mod streaming;
 mod tiling;
 
 pub use backend::INLINE_POINTS;
-pub use machine::{Machine, Topology, cpu_fingerprint, set_cache_sharers};
+pub use machine::{Machine, Topology, cpu_fingerprint, set_cache_sharers, set_measured_caches};
 pub use partition::Partition;
 pub use pool::{CpuBackend, THREADS_ENV};
 pub use schedules::{

@@ -6,8 +6,19 @@
 //! or unreadable gives a conservative default (one node holding every core, 32 KiB / 1 MiB /
 //! 8 MiB caches). A [`Machine`] is plain data, so tests build machines with several NUMA
 //! nodes by hand.
+//!
+//! The cache sizes the system reports are not always the caches a process gets: a virtual
+//! machine may report its host's last-level cache (an Intel Xeon VM reports 480 MiB) while
+//! neighbours share the real one. So the reported sizes are kept as read, and every decision
+//! reads the effective ones ([`Machine::l1`], [`Machine::l2`], [`Machine::llc`],
+//! [`Machine::llc_share`]): measured sizes where a working-set sweep has measured them
+//! ([`set_measured_caches`], or [`Machine::measured`] for a machine built by hand), the
+//! reported ones otherwise.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use stencil_core::CacheSizes;
 
 use crate::streaming::StreamWidth;
 
@@ -133,12 +144,20 @@ pub(crate) fn parse_size(text: &str) -> Option<usize> {
 pub struct Machine {
     /// Cores the process may run on.
     pub cores: usize,
-    /// First-level data cache per core, bytes.
+    /// First-level data cache per core, bytes, as the system reports it (decisions read
+    /// [`l1`](Self::l1)).
     pub l1_bytes: usize,
-    /// Second-level cache per core, bytes.
+    /// Second-level cache per core, bytes, as the system reports it (decisions read
+    /// [`l2`](Self::l2)).
     pub l2_bytes: usize,
-    /// Last-level cache, bytes (shared).
+    /// Last-level cache, bytes (shared), as the system reports it (decisions read
+    /// [`llc`](Self::llc) and [`llc_share`](Self::llc_share)).
     pub llc_bytes: usize,
+    /// Cache sizes measured on this machine, which replace the reported ones level by level
+    /// (a level of 0: not measured). `None`, as [`detect`](Self::detect) and
+    /// [`from_sysfs`](Self::from_sysfs) build it: the sizes measured for this process
+    /// ([`set_measured_caches`]), if any.
+    pub measured: Option<CacheSizes>,
     /// Widest streaming store, which is also the vector width.
     pub vector: StreamWidth,
     /// NUMA nodes and their cores.
@@ -147,7 +166,33 @@ pub struct Machine {
 
 /// Processes on this machine that share its last-level cache with this one, this one
 /// included ([`set_cache_sharers`]).
-static CACHE_SHARERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+static CACHE_SHARERS: AtomicUsize = AtomicUsize::new(1);
+
+/// The cache sizes measured for this process ([`set_measured_caches`]), one level each: 0
+/// where none was measured.
+static MEASURED_CACHES: [AtomicUsize; 3] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
+
+/// Declares the cache capacities measured on the running machine (a working-set sweep:
+/// stencil-tune's probe, which the facade runs when it first tunes and caches with the
+/// bandwidth): from now on the CPU backend sizes its blocks, its default temporal blocking,
+/// its trial grids, its bandwidth measurement and its streaming-store choice by them instead
+/// of the sizes the system reports, in every thread of the process, for every [`Machine`]
+/// whose [`measured`](Machine::measured) is `None`. A level of 0 keeps the reported size (all
+/// zeros undo the call). `CpuBackend`'s
+/// [`use_measured_caches`](stencil_core::Backend::use_measured_caches) calls it.
+pub fn set_measured_caches(caches: CacheSizes) {
+    for (slot, bytes) in
+        MEASURED_CACHES
+            .iter()
+            .zip([caches.l1_bytes, caches.l2_bytes, caches.llc_bytes])
+    {
+        slot.store(bytes, Ordering::Relaxed);
+    }
+}
 
 /// Declares that `processes` processes on this machine (this one included) run stencils at
 /// the same time and share its last-level cache, as MPI ranks on one node do: the CPU
@@ -155,17 +200,66 @@ static CACHE_SHARERS: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomic
 /// choice by this process's share ([`Machine::llc_share`]). 0 counts as 1. The distributed
 /// domain of `stencil::mpi` sets it to the number of its ranks on this machine.
 pub fn set_cache_sharers(processes: usize) {
-    CACHE_SHARERS.store(processes.max(1), std::sync::atomic::Ordering::Relaxed);
+    CACHE_SHARERS.store(processes.max(1), Ordering::Relaxed);
 }
 
 impl Machine {
-    /// This process's share of the last-level cache: [`llc_bytes`](Self::llc_bytes) over the
-    /// processes sharing it ([`set_cache_sharers`]; all of it by default).
+    /// This process's share of the last-level cache: [`llc`](Self::llc) (the effective
+    /// size) over the processes sharing it ([`set_cache_sharers`]; all of it by default).
     pub fn llc_share(&self) -> usize {
-        self.llc_bytes
-            / CACHE_SHARERS
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .max(1)
+        self.llc() / CACHE_SHARERS.load(Ordering::Relaxed).max(1)
+    }
+
+    /// The effective first-level data cache per core, bytes: measured where measured (see
+    /// [`caches`](Self::caches)), else [`l1_bytes`](Self::l1_bytes).
+    pub fn l1(&self) -> usize {
+        self.caches().l1_bytes
+    }
+
+    /// The effective second-level cache per core, bytes: measured where measured (see
+    /// [`caches`](Self::caches)), else [`l2_bytes`](Self::l2_bytes).
+    pub fn l2(&self) -> usize {
+        self.caches().l2_bytes
+    }
+
+    /// The effective last-level cache, bytes, before its share among processes
+    /// ([`llc_share`](Self::llc_share)): measured where measured (see
+    /// [`caches`](Self::caches)), else [`llc_bytes`](Self::llc_bytes).
+    pub fn llc(&self) -> usize {
+        self.caches().llc_bytes
+    }
+
+    /// The caches as the system reports them (sysfs): [`l1_bytes`](Self::l1_bytes),
+    /// [`l2_bytes`](Self::l2_bytes), [`llc_bytes`](Self::llc_bytes).
+    pub fn reported_caches(&self) -> CacheSizes {
+        CacheSizes {
+            l1_bytes: self.l1_bytes,
+            l2_bytes: self.l2_bytes,
+            llc_bytes: self.llc_bytes,
+        }
+    }
+
+    /// The effective caches, which every decision of the backend reads: level by level,
+    /// [`measured`](Self::measured) where it is set and the level not 0, else the sizes
+    /// measured for the process ([`set_measured_caches`]) where not 0, else the reported size.
+    pub fn caches(&self) -> CacheSizes {
+        let reported = [self.l1_bytes, self.l2_bytes, self.llc_bytes];
+        let own = self.measured.map(|m| [m.l1_bytes, m.l2_bytes, m.llc_bytes]);
+        let level = |i: usize| match own {
+            Some(own) => match own[i] {
+                0 => reported[i],
+                bytes => bytes,
+            },
+            None => match MEASURED_CACHES[i].load(Ordering::Relaxed) {
+                0 => reported[i],
+                bytes => bytes,
+            },
+        };
+        CacheSizes {
+            l1_bytes: level(0),
+            l2_bytes: level(1),
+            llc_bytes: level(2),
+        }
     }
 
     /// The running machine (read once, then cached).
@@ -213,6 +307,7 @@ impl Machine {
             l1_bytes,
             l2_bytes,
             llc_bytes,
+            measured: None,
             vector: StreamWidth::detect(),
             topology,
         }
@@ -311,6 +406,79 @@ mod tests {
         assert_eq!(cpus, [0, 2, 4, 6]);
         // Oversubscribed: wraps around.
         assert_eq!(t.placement(9, 12), (0, 1));
+    }
+
+    /// A VM's report: a 480 MiB last level (the host's), 2 MiB second level.
+    fn cloud_vm(measured: Option<CacheSizes>) -> Machine {
+        Machine {
+            cores: 2,
+            l1_bytes: 48 << 10,
+            l2_bytes: 2 << 20,
+            llc_bytes: 480 << 20,
+            measured,
+            vector: StreamWidth::None,
+            topology: Topology::new(vec![vec![0, 1]]),
+        }
+    }
+
+    #[test]
+    fn measured_caches_replace_the_reported_ones_level_by_level() {
+        let reported = CacheSizes {
+            l1_bytes: 48 << 10,
+            l2_bytes: 2 << 20,
+            llc_bytes: 480 << 20,
+        };
+        let vm = cloud_vm(Some(CacheSizes {
+            l1_bytes: 0,
+            l2_bytes: 1 << 20,
+            llc_bytes: 32 << 20,
+        }));
+        assert_eq!((vm.l1(), vm.l2(), vm.llc()), (48 << 10, 1 << 20, 32 << 20));
+        assert_eq!(vm.llc_share(), 32 << 20);
+        assert_eq!(vm.reported_caches(), reported);
+        assert_eq!(
+            vm.caches(),
+            CacheSizes {
+                l1_bytes: 48 << 10,
+                l2_bytes: 1 << 20,
+                llc_bytes: 32 << 20,
+            }
+        );
+    }
+
+    #[test]
+    fn the_process_wide_measurement_reaches_the_detected_machine() {
+        // Other tests of this binary may run meanwhile: cache sizes only steer speed, never
+        // results, and the ones that check a decision build their own machines.
+        let detected = Machine::detect();
+        let reported = detected.reported_caches();
+        assert_eq!(detected.caches(), reported, "nothing measured yet");
+        let measured = CacheSizes {
+            l1_bytes: 0,
+            l2_bytes: reported.l2_bytes / 2,
+            llc_bytes: 3 << 20,
+        };
+        set_measured_caches(measured);
+        let seen = (Machine::detect().caches(), cloud_vm(None).caches());
+        set_measured_caches(CacheSizes {
+            l1_bytes: 0,
+            l2_bytes: 0,
+            llc_bytes: 0,
+        });
+        assert_eq!(
+            seen.0,
+            CacheSizes {
+                l1_bytes: reported.l1_bytes,
+                ..measured
+            }
+        );
+        assert_eq!(
+            seen.1.llc_bytes,
+            3 << 20,
+            "a machine without its own measurement"
+        );
+        assert_eq!(Machine::detect().reported_caches(), reported);
+        assert_eq!(Machine::detect().caches(), reported, "all zeros undo it");
     }
 
     #[test]

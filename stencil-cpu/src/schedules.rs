@@ -104,7 +104,30 @@ pub(crate) struct Plan {
 /// stores, tuned 13.6 and 13.6 ms with streaming). The threshold was four caches, which left
 /// exactly 256^3 (four caches here) with plain stores: the default ran W1 at 10.95 ms
 /// against 7.5 ms streamed.
+///
+/// The caches are the running machine's effective ones (see [`plan_on`]).
 pub(crate) fn plan(
+    schedule: &CpuSchedule,
+    shape: &[usize],
+    elem_bytes: usize,
+    threads: usize,
+    output_bytes: usize,
+) -> Plan {
+    plan_on(
+        crate::Machine::detect(),
+        schedule,
+        shape,
+        elem_bytes,
+        threads,
+        output_bytes,
+    )
+}
+
+/// [`plan`] on `machine`: `Auto` stores and register rows follow its effective caches
+/// ([`Machine::llc_share`](crate::Machine::llc_share), [`Machine::l1`](crate::Machine::l1)),
+/// measured where they were measured.
+pub(crate) fn plan_on(
+    machine: &crate::Machine,
     schedule: &CpuSchedule,
     shape: &[usize],
     elem_bytes: usize,
@@ -125,7 +148,7 @@ pub(crate) fn plan(
     let streaming = match schedule.stores {
         CpuStores::Plain => false,
         CpuStores::Streaming => true,
-        CpuStores::Auto => auto_streams(output_bytes, crate::Machine::detect().llc_share()),
+        CpuStores::Auto => auto_streams(output_bytes, machine.llc_share()),
     };
     let row_block = match schedule.row_block {
         0 if streaming || schedule.prefetch > 0 => DEFAULT_STREAMING_ROW_BLOCK,
@@ -144,7 +167,7 @@ pub(crate) fn plan(
                 schedule.register_rows,
                 shape[n_dims - 1],
                 elem_bytes,
-                crate::Machine::detect().l1_bytes,
+                machine.l1(),
             ),
         },
     }
@@ -257,11 +280,55 @@ mod tests {
         assert_eq!(default_schedule(&[5], 8).tile[0], MIN_1D_CHUNK);
     }
 
+    /// A machine reporting `llc_reported` bytes of last-level cache, of which `llc_measured`
+    /// were measured (`None`: not measured).
+    fn machine(llc_reported: usize, llc_measured: Option<usize>) -> crate::Machine {
+        crate::Machine {
+            cores: 2,
+            l1_bytes: 32 << 10,
+            l2_bytes: 1 << 20,
+            llc_bytes: llc_reported,
+            measured: llc_measured.map(|llc_bytes| stencil_core::CacheSizes {
+                l1_bytes: 0,
+                l2_bytes: 0,
+                llc_bytes,
+            }),
+            vector: crate::StreamWidth::None,
+            topology: crate::Topology::new(vec![vec![0, 1]]),
+        }
+    }
+
+    #[test]
+    fn auto_stores_stream_by_the_measured_last_level_cache() {
+        // A cloud VM reports its host's 480 MiB; 32 MiB were measured. One 256^3 f64 output
+        // (128 MiB) exceeds two measured caches: streaming stores, as on a machine that
+        // reports 32 MiB; by the report it would have stayed with plain stores.
+        let s = CpuSchedule::default();
+        let shape = [256, 256, 256];
+        let output = 128 << 20;
+        let vm = machine(480 << 20, Some(32 << 20));
+        assert!(plan_on(&vm, &s, &shape, 8, 2, output).rows.streaming);
+        assert!(
+            plan_on(&machine(32 << 20, None), &s, &shape, 8, 2, output)
+                .rows
+                .streaming
+        );
+        let unmeasured = machine(480 << 20, None);
+        assert!(
+            !plan_on(&unmeasured, &s, &shape, 8, 2, output)
+                .rows
+                .streaming
+        );
+    }
+
     #[test]
     fn plans_resolve_the_defaults() {
         let s = CpuSchedule::default();
         let big = [256, 256, 256];
-        let llc = crate::Machine::detect().llc_share();
+        let m = machine(32 << 20, Some(24 << 20));
+        let plan = |s: &CpuSchedule, shape: &[usize], e, t, o| plan_on(&m, s, shape, e, t, o);
+        let llc = m.llc_share();
+        assert_eq!(llc, 24 << 20);
         let p = plan(&s, &big, 8, 2, AUTO_STREAMING_CACHES * llc);
         assert!(
             !p.rows.streaming,

@@ -89,7 +89,7 @@ impl ScheduleSpace {
         let planes = 2 * radius.in_dim(0) as usize + 1;
         let fits = |cy: usize, cx: usize| {
             let cx = if cx == 0 { row } else { cx };
-            planes * cy * cx * elem * n_inputs <= machine.l2_bytes
+            planes * cy * cx * elem * n_inputs <= machine.l2()
         };
         let mut tiles = Vec::new();
         for &x in &cx {
@@ -345,7 +345,7 @@ impl ScheduleSpace {
                             default.register_rows,
                             self.shape[n_dims - 1],
                             elem_bytes,
-                            machine.l1_bytes,
+                            machine.l1(),
                         )
                     })
                     .or((self.register_rows.len() == 1).then_some(0)),
@@ -357,7 +357,7 @@ impl ScheduleSpace {
         let mut tuning = TuningSpace::new(space, schedule_of);
         tuning.default_point = default_point;
         tuning.block_dims = (0..n_dims).map(Some).collect();
-        tuning.cache_bytes = machine.l2_bytes.max(machine.llc_share() / workers.max(1));
+        tuning.cache_bytes = machine.l2().max(machine.llc_share() / workers.max(1));
         tuning.peak_flops = (workers.max(1) * lanes * 4) as f64 * 2.5e9;
         tuning.largest_cache_bytes = machine.llc_share();
         // What moves a memory-bound sweep's time most, first: the stores, register rows,
@@ -427,6 +427,7 @@ mod tests {
             l1_bytes: 48 << 10,
             l2_bytes,
             llc_bytes: 32 << 20,
+            measured: None,
             vector,
             topology: Topology::new(vec![vec![0, 1]]),
         }
@@ -480,6 +481,51 @@ mod tests {
         assert!(!tiny.is_empty());
         let one_d = ScheduleSpace::new(&machine(StreamWidth::Sse2, 2 << 20), &star(1), &[5000], 1);
         assert!(one_d.iter().all(|s| s.chunk == 0));
+    }
+
+    #[test]
+    fn middle_blocks_follow_the_effective_second_level_cache() {
+        // Reported 8 MiB, measured 256 KiB: blocks of 3 planes of CY rows of 256 f64 fit in
+        // the measured size, as on a machine that reports 256 KiB.
+        let k = star(3);
+        let shape = [64, 256, 256];
+        let middles = |m: &Machine| {
+            let mut cy: Vec<usize> = ScheduleSpace::new(m, &k, &shape, 2)
+                .iter()
+                .map(|s| s.tile[1])
+                .collect();
+            cy.sort_unstable();
+            cy.dedup();
+            cy
+        };
+        let mut measured = machine(StreamWidth::Avx512, 8 << 20);
+        measured.measured = Some(stencil_core::CacheSizes {
+            l1_bytes: 0,
+            l2_bytes: 256 << 10,
+            llc_bytes: 0,
+        });
+        assert_eq!(middles(&measured), [0, 32]);
+        assert_eq!(
+            middles(&measured),
+            middles(&machine(StreamWidth::Avx512, 256 << 10))
+        );
+        assert_eq!(
+            middles(&machine(StreamWidth::Avx512, 8 << 20)),
+            [0, 32, 64, 128]
+        );
+        // The model's cache figures: a measured 1 MiB last level (reported 32 MiB).
+        measured.measured = Some(stencil_core::CacheSizes {
+            l1_bytes: 0,
+            l2_bytes: 256 << 10,
+            llc_bytes: 1 << 20,
+        });
+        let tuning = ScheduleSpace::new(&measured, &k, &shape, 2).tuning_space(&measured, 8, 2);
+        assert_eq!(
+            tuning.cache_bytes,
+            512 << 10,
+            "the thread's share of the last level"
+        );
+        assert_eq!(tuning.largest_cache_bytes, 1 << 20);
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //!   early abandon);
 //! - [`simulated`]: replayed and synthetic timings for noise-free tests;
 //! - [`cache`]: the persistent, versioned tuning cache ("wisdom");
+//! - [`probe`]: the effective capacities of the CPU's caches, measured by a working-set
+//!   sweep (what the system reports is not always what a process gets);
 //! - [`policy`](mod@policy): `off | quick | thorough | exhaustive`, from `STENCIL_TUNE` or the API.
 //!
 //! It depends on stencil-core only and never names a backend: a backend describes its
@@ -25,6 +27,7 @@ pub mod harness;
 pub mod measure;
 pub mod model;
 pub mod policy;
+pub mod probe;
 pub mod search;
 pub mod simulated;
 pub mod strategy;

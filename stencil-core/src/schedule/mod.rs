@@ -2,11 +2,13 @@
 //! schedule split). Passes and backends take `(&Kernel, &Schedule)`; the tuner only ever
 //! changes the schedule. Each backend's schedule is plain data in its own module.
 
+mod caches;
 mod cpu;
 mod gpu;
 mod space;
 mod tuning;
 
+pub use caches::CacheSizes;
 pub use cpu::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, JAMMED_ROWS};
 pub use gpu::{GpuSchedule, GpuVariant, MergeKind};
 pub use space::{DimValue, Dimension, SearchSpace, Searchable};

@@ -100,8 +100,8 @@ impl CpuBackend {
 }
 
 /// The blocking of `job` under `schedule` on `machine` with `workers` threads: the schedule's
-/// depth and slab, or for 0 the defaults (depth [`DEFAULT_TIME_DEPTH`] when the grids the
-/// loop touches exceed half the last-level cache, else 1; with tiles a slab of
+/// depth and slab, or for 0 the defaults (depth [`default_depth`]: [`DEFAULT_TIME_DEPTH`]
+/// when the grids the loop touches exceed half the last-level cache, else 1; with tiles a slab of
 /// [`DEFAULT_TILE`] planes, else the thickest slab whose planes of every grid, over the slab
 /// plus the `depth * lag` planes the steps lag and the reach on either side, fit in half the
 /// last-level cache); depth 1 when a rotating grid has a periodic face in dimension 0, or for
@@ -128,8 +128,7 @@ pub(crate) fn time_blocking<T: Element>(
     let budget = machine.llc_share() / 2;
     let depth = match schedule.time_depth {
         _ if unblockable => 1,
-        0 if total_bytes > budget => DEFAULT_TIME_DEPTH,
-        0 => 1,
+        0 => default_depth(machine, total_bytes),
         d => d,
     };
     let slab = match schedule.time_slab {
@@ -174,13 +173,26 @@ pub(crate) fn time_blocking<T: Element>(
     }
 }
 
+/// The temporal blocking depth of the default schedule for a time loop whose grids hold
+/// `total_bytes` (every grid the loop touches): [`DEFAULT_TIME_DEPTH`] when they exceed half
+/// this process's share of the effective last-level cache ([`Machine::llc_share`]), else 1
+/// (steps one after another, the grids staying in cache).
+pub(crate) fn default_depth(machine: &Machine, total_bytes: usize) -> usize {
+    if total_bytes > machine.llc_share() / 2 {
+        DEFAULT_TIME_DEPTH
+    } else {
+        1
+    }
+}
+
 /// Rows of dimension 1 per block (3-D and more) whose rows of every input over the planes
-/// one output plane reads, and of every output, fill at most half the second-level cache.
+/// one output plane reads, and of every output, fill at most half the effective second-level
+/// cache ([`Machine::l2`]).
 pub(crate) fn default_block(machine: &Machine, kernel: &Kernel, shape: &[usize]) -> usize {
     let lag = radius(kernel).in_dim(0) as usize;
     let row: usize = shape[2..].iter().product::<usize>() * kernel.elem().size_bytes();
     let planes = (2 * lag + 1) * kernel.inputs().count() + kernel.outputs().count();
-    let rows = machine.l2_bytes / 2 / (planes * row).max(1);
+    let rows = machine.l2() / 2 / (planes * row).max(1);
     rows.clamp(4, shape[1].max(4))
 }
 
@@ -329,16 +341,11 @@ pub(crate) fn steps_tuning_space(
     };
     let mut tuning = TuningSpace::new(space, schedule_of);
     // The default: depth and slab as the backend would choose them without a schedule.
-    let total = plane * shape[0];
-    let depth = if total > budget {
-        DEFAULT_TIME_DEPTH
-    } else {
-        1
-    };
+    let depth = default_depth(machine, plane * shape[0]);
     let slab = default_slab(shape[0], plane, depth, lag, budget, workers).clamp(1, shape[0]);
     let row_len = shape[shape.len() - 1];
     let rows =
-        crate::schedules::register_rows(0, row_len, kernel.elem().size_bytes(), machine.l1_bytes);
+        crate::schedules::register_rows(0, row_len, kernel.elem().size_bytes(), machine.l1());
     tuning.default_point = Some(vec![
         depths.iter().position(|&d| d == depth).unwrap_or(0),
         match three_d {
@@ -361,8 +368,9 @@ pub(crate) fn steps_tuning_space(
 
 /// The shape of a time loop's trial grids (see `CpuBackend`'s `steps_trial_shape`): `shape`
 /// with dimension 0 cut to two of the thickest blocks the tuning space offers and at least
-/// twice the last-level cache's worth of planes, rounded up to whole core blocks of `sweep`
-/// (its `tile[0]`) for every worker (never more than `shape`).
+/// twice this process's share of the effective last-level cache's worth of planes
+/// ([`Machine::llc_share`]), rounded up to whole core blocks of `sweep` (its `tile[0]`) for
+/// every worker (never more than `shape`).
 pub(crate) fn trial_shape(
     machine: &Machine,
     kernel: &Kernel,
@@ -386,4 +394,114 @@ pub(crate) fn trial_shape(
     let mut trial = shape.to_vec();
     trial[0] = planes.min(shape[0]);
     trial
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stencil_core::grid::Grid3;
+    use stencil_core::steps::StepGrid;
+    use stencil_core::{CacheSizes, ElemType, KernelBuilder, Rotation, Stencil};
+
+    /// The 7-point star `out = u + sum of u's six neighbours`.
+    fn star() -> Kernel {
+        let mut b = KernelBuilder::new("star", 3, ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let mut sum = b.read(u, &[0, 0, 0]);
+        for d in 0..3 {
+            for s in [-1, 1] {
+                let mut offset = [0; 3];
+                offset[d] = s;
+                let r = b.read(u, &offset);
+                sum = b.add(sum, r);
+            }
+        }
+        b.store(out, sum);
+        b.finish().unwrap()
+    }
+
+    /// A VM reporting its host's 480 MiB last level and 2 MiB second level, with `measured`
+    /// caches (`None`: not measured).
+    fn cloud_vm(measured: Option<CacheSizes>) -> Machine {
+        Machine {
+            cores: 2,
+            l1_bytes: 48 << 10,
+            l2_bytes: 2 << 20,
+            llc_bytes: 480 << 20,
+            measured,
+            vector: crate::StreamWidth::None,
+            topology: crate::Topology::new(vec![vec![0, 1]]),
+        }
+    }
+
+    fn measured(l2_bytes: usize, llc_bytes: usize) -> Option<CacheSizes> {
+        Some(CacheSizes {
+            l1_bytes: 0,
+            l2_bytes,
+            llc_bytes,
+        })
+    }
+
+    #[test]
+    fn the_default_depth_follows_the_effective_last_level_cache() {
+        // Two 32^3 f64 grids (512 KiB): in cache by the report, eight times half a measured
+        // 128 KiB last level.
+        let stencil = Stencil::<f64>::new(star()).unwrap();
+        let kernel = stencil.kernel();
+        let mut u = Grid3::<f64>::new([32, 32, 32]).unwrap();
+        let mut out = Grid3::<f64>::new([32, 32, 32]).unwrap();
+        let rotation = Rotation::new(kernel, &[vec!["out", "u"]]).unwrap();
+        fn step_grid(g: &mut Grid3<f64>) -> StepGrid<'_, f64> {
+            let faces = g.boundaries().to_vec();
+            StepGrid {
+                view: g.time_loop_view(),
+                faces,
+                constant_faces_filled: false,
+            }
+        }
+        let chain = vec![step_grid(&mut out), step_grid(&mut u)];
+        let job = StepsJob::new(
+            &stencil,
+            rotation,
+            vec![chain],
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        )
+        .unwrap();
+        let schedule = CpuSchedule::default();
+        let depth = |m: &Machine| time_blocking(m, &job, &schedule, 2).depth;
+        assert_eq!(depth(&cloud_vm(None)), 1);
+        assert_eq!(depth(&cloud_vm(measured(0, 128 << 10))), DEFAULT_TIME_DEPTH);
+        // The tuning space's default point has the same depth (`time_depth` first).
+        let space = |m: &Machine| steps_tuning_space(m, kernel, &[32, 32, 32], 2, 64, &CpuSchedule::default());
+        let depth_at = |t: &TuningSpace| match t.schedule(t.default_point.as_ref().unwrap()) {
+            Some(Schedule::Cpu(s)) => s.time_depth,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(depth_at(&space(&cloud_vm(None))), 1);
+        let measured_space = space(&cloud_vm(measured(0, 128 << 10)));
+        assert_eq!(depth_at(&measured_space), DEFAULT_TIME_DEPTH);
+        assert_eq!(measured_space.cache_bytes, 128 << 10);
+    }
+
+    #[test]
+    fn trial_shapes_and_blocks_follow_the_effective_caches() {
+        // Planes of two 64^2 f64 grids: 64 KiB. By the report every one of 512 planes stays
+        // (twice 240 MiB is far more); by a measured 4 MiB, two slabs of 28 planes and the
+        // steps' lag make 148.
+        let kernel = star();
+        let shape = [512, 64, 64];
+        let reported = trial_shape(&cloud_vm(None), &kernel, &shape, 2, None);
+        assert_eq!(reported, shape);
+        let vm = cloud_vm(measured(256 << 10, 4 << 20));
+        let trial = trial_shape(&vm, &kernel, &shape, 2, None);
+        assert_eq!(trial, [148, 64, 64]);
+        // Blocks of rows: 3 input planes and 1 output plane of 64-point rows (512 bytes)
+        // in half the second-level cache: 512 rows by the report (2 MiB), 64 measured.
+        let wide = [64, 4096, 64];
+        assert_eq!(default_block(&cloud_vm(None), &kernel, &wide), 512);
+        assert_eq!(default_block(&vm, &kernel, &wide), 64);
+    }
 }

@@ -1,10 +1,10 @@
 //! What the tuning cache stores: the key of a tuned result, the result, the measured bandwidth
-//! of a machine, and the on-disk document.
+//! and cache capacities of a machine, and the on-disk document.
 
 use serde::{Deserialize, Serialize};
-use stencil_core::Kernel;
 use stencil_core::hash::structural_hash;
 use stencil_core::schedule::SearchSpace;
+use stencil_core::{CacheSizes, Kernel};
 
 use crate::model::Roofline;
 use crate::search::{Found, Outcome};
@@ -150,19 +150,60 @@ pub struct BandwidthEntry {
     pub measured_unix: u64,
 }
 
-/// How long a measured bandwidth is trusted, in seconds (7 days): an older one is measured
-/// again, so a measurement taken while the machine was loaded does not skew every later
-/// bound and roofline fraction.
+/// How long a measured bandwidth or measured cache capacities are trusted, in seconds (7
+/// days): older ones are measured again, so a measurement taken while the machine was loaded
+/// does not skew every later bound, roofline fraction and cache-sized decision.
 pub const BANDWIDTH_MAX_AGE_SECONDS: u64 = 7 * 24 * 3600;
+
+/// Whether a measurement taken at `measured_unix` is still trusted at `now_unix` (not older
+/// than [`BANDWIDTH_MAX_AGE_SECONDS`], not from the future, not of unknown age: 0).
+fn is_fresh(measured_unix: u64, now_unix: u64) -> bool {
+    measured_unix != 0
+        && measured_unix <= now_unix
+        && now_unix - measured_unix <= BANDWIDTH_MAX_AGE_SECONDS
+}
 
 impl BandwidthEntry {
     /// Whether the measurement is still trusted at `now_unix` (not older than
     /// [`BANDWIDTH_MAX_AGE_SECONDS`], not from the future, not of unknown age).
     pub fn is_fresh(&self, now_unix: u64) -> bool {
-        self.measured_unix != 0
-            && self.measured_unix <= now_unix
-            && now_unix - self.measured_unix <= BANDWIDTH_MAX_AGE_SECONDS
+        is_fresh(self.measured_unix, now_unix)
     }
+}
+
+/// A machine's cache capacities as a cache probe measured them
+/// ([`crate::probe::measure_caches`]), with what the system reported then.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct CachesEntry {
+    /// Device fingerprint.
+    pub device: String,
+    /// The effective capacities, which the backend sizes things by
+    /// ([`Backend::use_measured_caches`](stencil_core::Backend::use_measured_caches)).
+    #[serde(with = "CacheSizesDef")]
+    pub effective: CacheSizes,
+    /// What the system reported when they were measured (a report that has changed since,
+    /// on a machine of the same fingerprint, calls for measuring again).
+    #[serde(with = "CacheSizesDef")]
+    pub reported: CacheSizes,
+    /// When they were measured, in seconds since the Unix epoch.
+    pub measured_unix: u64,
+}
+
+impl CachesEntry {
+    /// Whether the measurement is still trusted at `now_unix`, under the rules of measured
+    /// bandwidths ([`BandwidthEntry::is_fresh`]).
+    pub fn is_fresh(&self, now_unix: u64) -> bool {
+        is_fresh(self.measured_unix, now_unix)
+    }
+}
+
+/// How [`CacheSizes`] (stencil-core, which has no serde) is stored: its three fields.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "CacheSizes")]
+struct CacheSizesDef {
+    l1_bytes: usize,
+    l2_bytes: usize,
+    llc_bytes: usize,
 }
 
 /// One tuned record of the file.
@@ -178,6 +219,10 @@ pub(crate) struct Document {
     pub(crate) schema: u32,
     pub(crate) tuned: Vec<Record>,
     pub(crate) bandwidth: Vec<BandwidthEntry>,
+    /// Measured cache capacities per device (absent from files written before they were
+    /// kept: those load with none; readers that predate them ignore the field).
+    #[serde(default)]
+    pub(crate) caches: Vec<CachesEntry>,
 }
 
 impl Document {
@@ -207,6 +252,14 @@ impl Document {
         {
             Some(b) => *b = entry,
             None => self.bandwidth.push(entry),
+        }
+    }
+
+    /// Inserts or replaces the cache capacities of `entry.device`.
+    pub(crate) fn put_caches(&mut self, entry: CachesEntry) {
+        match self.caches.iter_mut().find(|c| c.device == entry.device) {
+            Some(c) => *c = entry,
+            None => self.caches.push(entry),
         }
     }
 }

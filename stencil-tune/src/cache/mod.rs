@@ -1,5 +1,5 @@
-//! The persistent tuning cache ("wisdom", as FFTW): a versioned JSON file of tuned schedules
-//! and measured machine bandwidths.
+//! The persistent tuning cache ("wisdom", as FFTW): a versioned JSON file of tuned schedules,
+//! measured machine bandwidths and measured cache capacities.
 //!
 //! Where: `$STENCIL_TUNE_CACHE` if set, else `$XDG_CACHE_HOME/stencil/tuning.json`, else
 //! `$HOME/.cache/stencil/tuning.json`.
@@ -13,7 +13,8 @@
 //! with a `tracing` warning and the cache starts empty; a file of another [`SCHEMA_VERSION`] is
 //! ignored with a warning and replaced on the next write; entries of another library version or
 //! another build ([`BUILD_ID`]: target features, code revision, compiler) do not match keys of
-//! this one, and measured bandwidths expire after [`BANDWIDTH_MAX_AGE_SECONDS`]. Reading never fails: a missing or unreadable file is an empty
+//! this one, and measured bandwidths and cache capacities expire after
+//! [`BANDWIDTH_MAX_AGE_SECONDS`]. Reading never fails: a missing or unreadable file is an empty
 //! cache. Writing returns a [`CacheError`].
 
 mod key;
@@ -21,8 +22,8 @@ mod key;
 mod revision;
 
 pub use key::{
-    BANDWIDTH_MAX_AGE_SECONDS, BUILD_ID, BandwidthEntry, CacheKey, LIBRARY_VERSION, SCHEMA_VERSION,
-    TunedEntry,
+    BANDWIDTH_MAX_AGE_SECONDS, BUILD_ID, BandwidthEntry, CacheKey, CachesEntry, LIBRARY_VERSION,
+    SCHEMA_VERSION, TunedEntry,
 };
 
 use std::fmt;
@@ -33,6 +34,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use key::Document;
+
+use crate::probe::CacheProbe;
 
 /// The environment variable that overrides the cache file's path.
 pub const CACHE_ENV_VAR: &str = "STENCIL_TUNE_CACHE";
@@ -211,6 +214,30 @@ impl TuningCache {
         bw
     }
 
+    /// The cache capacities measured on `device`, if stored and still fresh
+    /// ([`CachesEntry::is_fresh`]: measured within [`BANDWIDTH_MAX_AGE_SECONDS`], as
+    /// bandwidths). A caller whose system now reports other sizes than
+    /// [`CachesEntry::reported`] should measure again.
+    pub fn caches(&self, device: &str) -> Option<CachesEntry> {
+        let now = unix_now();
+        self.load()
+            .caches
+            .into_iter()
+            .find(|c| c.device == device && c.is_fresh(now))
+    }
+
+    /// Stores (or replaces) the cache capacities `probe` measured on `device`, dated now.
+    pub fn store_caches(&self, device: &str, probe: &CacheProbe) -> Result<(), CacheError> {
+        self.update(|doc| {
+            doc.put_caches(CachesEntry {
+                device: device.to_string(),
+                effective: probe.effective,
+                reported: probe.reported,
+                measured_unix: unix_now(),
+            })
+        })
+    }
+
     /// Writes this cache's contents to `path` (an application ships that file); returns the
     /// number of tuned entries written.
     pub fn export_to(&self, path: &Path) -> Result<usize, CacheError> {
@@ -221,7 +248,8 @@ impl TuningCache {
     }
 
     /// Merges the cache file at `path` into this one (entries of `path` replace entries of the
-    /// same key); returns the number of tuned entries imported. A file that is not a cache of
+    /// same key, and its bandwidths and cache capacities those of the same device); returns
+    /// the number of tuned entries imported. A file that is not a cache of
     /// this schema is an error and is left untouched.
     pub fn import_from(&self, path: &Path) -> Result<usize, CacheError> {
         let text = fs::read_to_string(path).map_err(|e| CacheError::io(path, e))?;
@@ -237,6 +265,9 @@ impl TuningCache {
             }
             for b in incoming.bandwidth {
                 doc.put_bandwidth(b);
+            }
+            for c in incoming.caches {
+                doc.put_caches(c);
             }
         })?;
         Ok(n)

@@ -1,5 +1,6 @@
 //! Tests of the tuning cache: round trips, corruption, schema and version changes, export and
-//! import, bandwidth entries, and threads writing at once through separate handles.
+//! import, bandwidth and cache-capacity entries, and threads writing at once through separate
+//! handles.
 
 use super::*;
 use stencil_core::schedule::SearchSpace;
@@ -200,6 +201,8 @@ fn export_and_import_merge() {
     a.store(key(2), entry(2)).expect("store");
     a.store_bandwidth("test cpu x2", 2, 2.5e10)
         .expect("bandwidth");
+    a.store_caches("test cpu x2", &probe(24 << 20))
+        .expect("caches");
     b.store(key(2), entry(9)).expect("store");
     b.store(key(3), entry(3)).expect("store");
     let shipped = dir.join("shipped.json");
@@ -213,6 +216,8 @@ fn export_and_import_merge() {
     );
     assert_eq!(b.lookup(&key(3)), Some(entry(3)), "existing entries stay");
     assert_eq!(b.bandwidth("test cpu x2", 2), Some(2.5e10));
+    let caches = b.caches("test cpu x2").expect("imported caches");
+    assert_eq!(caches.effective, probe(24 << 20).effective);
     // Importing something that is not a cache is an error and leaves the file alone.
     let junk = dir.join("junk.json");
     fs::write(&junk, "[1, 2").expect("write");
@@ -401,4 +406,89 @@ fn default_path_prefers_the_override() {
     } else if let Some(p) = default_path() {
         assert!(p.ends_with("stencil/tuning.json"), "{}", p.display());
     }
+}
+
+/// A probe's result: `llc` bytes of last level measured where 480 MiB were reported.
+fn probe(llc: usize) -> CacheProbe {
+    use stencil_core::CacheSizes;
+    CacheProbe {
+        effective: CacheSizes {
+            l1_bytes: 48 << 10,
+            l2_bytes: 2 << 20,
+            llc_bytes: llc,
+        },
+        reported: CacheSizes {
+            l1_bytes: 48 << 10,
+            l2_bytes: 2 << 20,
+            llc_bytes: 480 << 20,
+        },
+        curve: vec![(16 << 10, 3.0e11), (32 << 10, 2.9e11)],
+        seconds: 0.03,
+    }
+}
+
+#[test]
+fn measured_caches_are_kept_per_device_and_measured_again_when_old() {
+    let dir = temp_dir("caches");
+    let path = dir.join("tuning.json");
+    let cache = TuningCache::at(&path);
+    assert_eq!(cache.caches("cpu e x2"), None);
+    cache
+        .store_caches("cpu e x2", &probe(32 << 20))
+        .expect("store");
+    cache
+        .store_caches("cpu f x2", &probe(16 << 20))
+        .expect("store");
+    cache
+        .store_caches("cpu e x2", &probe(24 << 20))
+        .expect("replace");
+    let e = cache.caches("cpu e x2").expect("stored");
+    assert_eq!(e.device, "cpu e x2");
+    assert_eq!(e.effective, probe(24 << 20).effective);
+    assert_eq!(e.reported.llc_bytes, 480 << 20);
+    assert!(e.is_fresh(unix_now()));
+    assert_eq!(
+        cache.caches("cpu f x2").map(|c| c.effective.llc_bytes),
+        Some(16 << 20)
+    );
+    assert!(cache.entries().is_empty(), "caches are not tuned entries");
+    assert!(cache.bandwidths().is_empty(), "nor bandwidths");
+    // Trusted as long as bandwidths are, then measured again.
+    let now = unix_now();
+    for (age, fresh) in [
+        (BANDWIDTH_MAX_AGE_SECONDS - 60, true),
+        (BANDWIDTH_MAX_AGE_SECONDS + 60, false),
+    ] {
+        let doc = Document {
+            caches: vec![CachesEntry {
+                measured_unix: now - age,
+                ..e.clone()
+            }],
+            ..Document::empty()
+        };
+        fs::write(&path, serde_json::to_string(&doc).expect("json")).expect("write");
+        assert_eq!(cache.caches("cpu e x2").is_some(), fresh, "age {age} s");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_file_written_before_caches_were_kept_still_loads() {
+    let dir = temp_dir("caches-old-file");
+    let path = dir.join("tuning.json");
+    let now = unix_now();
+    let old = r#"{"schema":SCHEMA,"tuned":[],"bandwidth":[{"device":"cpu g x2","threads":2,"bytes_per_second":1e9,"measured_unix":NOW}]}"#
+        .replace("SCHEMA", &SCHEMA_VERSION.to_string())
+        .replace("NOW", &now.to_string());
+    fs::write(&path, old).expect("write");
+    let cache = TuningCache::at(&path);
+    assert_eq!(cache.bandwidth("cpu g x2", 2), Some(1e9));
+    assert_eq!(cache.caches("cpu g x2"), None);
+    cache
+        .store_caches("cpu g x2", &probe(8 << 20))
+        .expect("store");
+    assert_eq!(cache.bandwidth("cpu g x2", 2), Some(1e9), "kept");
+    assert!(cache.caches("cpu g x2").is_some());
+    assert!(files_in(&dir).iter().all(|n| !n.contains("corrupt")));
+    let _ = fs::remove_dir_all(&dir);
 }
