@@ -8,21 +8,26 @@
 //! already exist. So padding is searched apart: for every padding the backend's space offers
 //! ([`Backend::row_paddings`]), the call's inputs are copied into that layout, its outputs
 //! allocated in it, the schedule chosen as for any call on such grids (tuned, cached and
-//! remembered per padding), and that schedule timed against the first padding's in the same
-//! alternating rounds: ranked by that ratio, which does not drift with the machine's speed.
+//! remembered per padding), and that schedule compared with the first padding's as the tuner
+//! compares schedules: interleaved rounds on the same data, under the tuner's paired rule
+//! ([`PAIRED_RULE`](crate::tuning::PAIRED_RULE)). A padding is fastest only when it beats
+//! the first one under that rule; when none does, the first one stands ("no padding
+//! helps").
 
 use std::fmt;
 use std::time::Duration;
 
 use stencil_core::grid::Grid;
 use stencil_core::{Backend, Element, Error, ErrorKind, Job, Result, Schedule, Stencil};
+use stencil_tune::engine::paired::compare;
+use stencil_tune::engine::{Comparison, PAIRED_RULE, Sampler, TimedRuns};
 use stencil_tune::harness::median;
-use stencil_tune::{HarnessConfig, Paired, time_paired, time_runs};
+use stencil_tune::{HarnessConfig, time_runs};
 
 use crate::tuning::{self, TuneReport, TuneSettings};
 
-/// Timing: a warm-up run, then 5 repeats (of the only padding when there is nothing to
-/// compare it with) or 5 paired rounds ([`time_paired`]) of at least 20 ms.
+/// Timing of the first padding alone (when the backend offers no other): a warm-up run,
+/// then the median of 5 repeats of at least 20 ms.
 const TIMING: HarnessConfig = HarnessConfig {
     warmup_runs: 1,
     min_repeat: Duration::from_millis(20),
@@ -34,9 +39,10 @@ const TIMING: HarnessConfig = HarnessConfig {
 /// one-line summary such as `row padding: 1 line fastest (0: 3.842 ms, 1: 3.710 ms x0.966, ...)`.
 #[derive(Clone, PartialEq, Debug)]
 pub struct PaddingReport {
-    /// The fastest row padding, in cache lines: the one of the lowest
-    /// [`relative`](PaddingTrial::relative) time when that is below `1 - `[`MIN_GAIN`], else
-    /// the first. Allocate the call's grids with [`Grid::with_padding`] or move them with
+    /// The fastest row padding, in cache lines: of the paddings whose comparison with the
+    /// first one replaced it under the tuner's paired rule, the one of the lowest
+    /// [`relative`](PaddingTrial::relative) time; the first when none did (no padding
+    /// helps). Allocate the call's grids with [`Grid::with_padding`] or move them with
     /// [`Grid::repadded`].
     pub best: usize,
     /// Every padding timed, in the order timed (the backend's order, 0 first).
@@ -56,6 +62,9 @@ pub struct PaddingTrial {
     /// median over the rounds of the two times' ratio (1 for the first padding). What the
     /// search ranks by, since it does not drift with the machine's speed.
     pub relative: f64,
+    /// The comparison with the first padding (`None` for the first): every round's times
+    /// and whether this padding replaced the first under the tuner's rule.
+    pub evidence: Option<Comparison>,
 }
 
 impl PaddingReport {
@@ -71,7 +80,12 @@ impl PaddingReport {
 impl fmt::Display for PaddingReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let unit = if self.best == 1 { "line" } else { "lines" };
-        write!(f, "row padding: {} {unit} fastest (", self.best)?;
+        let first = self.candidates.first().map_or(0, |t| t.pad_lines);
+        if self.best == first && self.candidates.len() > 1 {
+            write!(f, "row padding: no padding helps, {} {unit} (", self.best)?;
+        } else {
+            write!(f, "row padding: {} {unit} fastest (", self.best)?;
+        }
         for (i, t) in self.candidates.iter().enumerate() {
             if i > 0 {
                 write!(f, ", ")?;
@@ -95,12 +109,6 @@ pub(crate) struct Call<'a, 'g, T: Element, const D: usize> {
     pub(crate) schedule: Option<Schedule>,
     pub(crate) tune: &'a TuneSettings,
 }
-
-/// A padding replaces the first one only when it is faster by more than this fraction:
-/// padding costs memory and, for full-row blocks, traffic, and paired medians of the same
-/// layout differ by up to about this much on a shared machine (2 Zen 5 cores: ratios of
-/// 0.973-1.014 between paddings that time alike).
-pub const MIN_GAIN: f64 = 0.03;
 
 /// The call's grids copied into one padding.
 struct Copies<T: Element, const D: usize> {
@@ -180,38 +188,51 @@ pub(crate) fn search<T: Element, const D: usize>(
     let first = paddings[0];
     let mut base = Copies::new(call, first)?;
     let (mut base_job, base_tuning) = base.job(call)?;
-    let mut run_base = || {
-        call.backend
-            .run(&mut base_job, &base_tuning.schedule)
-            .is_ok()
-    };
     let mut candidates = Vec::with_capacity(paddings.len());
     let mut base_medians = Vec::new();
     for &pad in &paddings[1..] {
         let mut copies = Copies::new(call, pad)?;
         let (mut job, tuning) = copies.job(call)?;
-        let mut run = || call.backend.run(&mut job, &tuning.schedule).is_ok();
-        let Paired {
-            first: base_s,
-            second: pad_s,
-            ratio: relative,
-        } = time_paired(&TIMING, &mut run_base, &mut run).ok_or_else(|| failed(pad))?;
+        // Point [0]: the first padding; [1]: this one.
+        let mut runs = TimedRuns::new(std::time::Instant::now(), |p: &[usize]| match p[0] {
+            0 => call
+                .backend
+                .run(&mut base_job, &base_tuning.schedule)
+                .is_ok(),
+            _ => call.backend.run(&mut job, &tuning.schedule).is_ok(),
+        });
+        let mut sampler = Sampler::new(&mut runs, false);
+        let estimate = sampler.warm_up(&[0]).ok_or_else(|| failed(first))?;
+        sampler.warm_up(&[1]).ok_or_else(|| failed(pad))?;
+        sampler.calibrate(estimate);
+        let describe = |p: &[usize]| format!("row padding {}", [first, pad][p[0]]);
+        let c = compare(&mut sampler, &PAIRED_RULE, &[0], &[1], None, &describe)
+            .ok_or_else(|| failed(pad))?;
+        let relative = c.median_ratio();
+        let pad_s = median(&c.challenger_seconds);
         tracing::info!(
             target: "stencil::padding",
             kernel = %kernel.name,
             pad,
             ms = pad_s * 1e3,
             relative,
+            replaced = c.replaced,
             "{tuning}"
         );
-        base_medians.push(base_s);
+        base_medians.push(median(&c.incumbent_seconds));
         candidates.push(PaddingTrial {
             pad_lines: pad,
             tuning,
             seconds_per_sweep: pad_s,
             relative,
+            evidence: Some(c),
         });
     }
+    let mut run_base = || {
+        call.backend
+            .run(&mut base_job, &base_tuning.schedule)
+            .is_ok()
+    };
     let base_seconds = if base_medians.is_empty() {
         time_runs(&TIMING, None, &mut run_base)
             .ok_or_else(|| failed(first))?
@@ -226,11 +247,12 @@ pub(crate) fn search<T: Element, const D: usize>(
             tuning: base_tuning,
             seconds_per_sweep: base_seconds,
             relative: 1.0,
+            evidence: None,
         },
     );
     let best = candidates
         .iter()
-        .filter(|t| t.relative < 1.0 - MIN_GAIN)
+        .filter(|t| t.evidence.as_ref().is_some_and(|c| c.replaced))
         .min_by(|a, b| a.relative.total_cmp(&b.relative))
         .map_or(first, |t| t.pad_lines);
     Ok(PaddingReport { best, candidates })

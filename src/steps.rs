@@ -53,12 +53,18 @@
 //! thickness and blocks they run on) or finds it in the tuning cache, as single sweeps are
 //! tuned ([`crate::tuning`]); its key also holds the class of the step count
 //! ([`steps_class`](stencil_core::steps::steps_class): fewer than 8, 64, 512 steps, or
-//! more), since the best blocking depends on it. Trials run on copies of the grids' leading
-//! planes of the outer dimension (as many as the backend's
-//! [`steps_trial_shape`](Backend::steps_trial_shape) asks for), so tuning never changes the
-//! simulation and costs a fraction of its steps: one to two and a half seconds on 256^3 grids
-//! (trials of [`trial_steps`](stencil_core::steps::trial_steps) steps: 16 for calls of 64
-//! steps or more, else 8). Interiors under [`MIN_TUNED_POINTS`](crate::tuning::MIN_TUNED_POINTS)
+//! more), since the best blocking depends on it, and the single sweep's schedule. First the
+//! loop's single sweep is tuned (or found) on the first step's own job, which writes only the
+//! grids that step overwrites; then the blocked schedules are compared, in paired rounds,
+//! with the loop of plain steps under that sweep schedule (the backend's
+//! [baseline](stencil_core::schedule::TuningSpace::baselines)), so the tuned loop is never
+//! slower than `run()` and swap under the tuned sweep, within the rule's noise margin. The
+//! loop's trials run on copies of the grids' leading planes of the outer dimension (as many
+//! as the backend's [`steps_trial_shape`](Backend::steps_trial_shape) asks for), so tuning
+//! never changes the simulation; `quick` spends at most about 2 s on both
+//! ([`budget_seconds`](crate::tuning::budget_seconds); trials of
+//! [`trial_steps`](stencil_core::steps::trial_steps) steps: 16 for calls of 64 steps or
+//! more, else 8). Interiors under [`MIN_TUNED_POINTS`](crate::tuning::MIN_TUNED_POINTS)
 //! points and calls of fewer than 8 steps are not tuned under `quick`.
 
 use std::ops::ControlFlow;
@@ -818,6 +824,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
         let shape: Vec<usize> = grid_ref(&self.grids[0]).shape().to_vec();
         let padding: Vec<usize> = self.grids.iter().map(|g| grid_ref(g).padding()).collect();
         let kernel = self.stencil.kernel();
+        tuning::ensure_caches(backend, kernel, &shape, &self.tune);
         if self.tune.policy() == TunePolicy::Quick && steps < tuning::MIN_TUNED_STEPS {
             return Ok(TuneReport::plain(
                 tuning::TuningSource::Default,

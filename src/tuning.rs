@@ -111,6 +111,7 @@ pub(crate) fn choose<T: Element>(
     let stencil = job.stencil();
     let kernel = job.kernel();
     let shape = job.shape().to_vec();
+    ensure_caches(backend, kernel, &shape, settings);
     let target = Target {
         backend: backend.name(),
         device: backend.tuning_device(),
@@ -186,6 +187,40 @@ pub(crate) fn choose<T: Element>(
         start_fresh(&mut job.borrow_mut());
     }
     report
+}
+
+/// Grids of fewer bytes in all do not need the machine's measured caches: every decision
+/// they meet is the same whatever the last level holds.
+pub const CACHES_MATTER_FROM_BYTES: usize = 4 << 20;
+
+/// Makes `backend` size everything by the machine's measured cache capacities
+/// ([`stencil_tune::engine::machine::caches`]: remembered, cached for a week, or measured
+/// now by a working-set sweep of tens of milliseconds) before a call of `kernel` on `shape`
+/// decides anything, when the backend has CPU caches to measure
+/// ([`Backend::reported_caches`]) and the call's grids hold at least
+/// [`CACHES_MATTER_FROM_BYTES`]. Under the `off` policy nothing is measured: a measurement
+/// already cached is used, else the reported sizes stand.
+pub(crate) fn ensure_caches<T: Element>(
+    backend: &dyn Backend<T>,
+    kernel: &stencil_core::Kernel,
+    shape: &[usize],
+    settings: &TuneSettings,
+) {
+    let bytes = shape.iter().product::<usize>() * kernel.fields.len() * kernel.elem().size_bytes();
+    if bytes < CACHES_MATTER_FROM_BYTES {
+        return;
+    }
+    let (Some(reported), Some((device, _))) = (backend.reported_caches(), backend.tuning_device())
+    else {
+        return;
+    };
+    let may_measure = settings.policy() != TunePolicy::Off;
+    let cache = settings.cache();
+    if let Some((sizes, _)) =
+        engine::machine::caches(cache.as_ref(), &device, reported, may_measure)
+    {
+        backend.use_measured_caches(sizes);
+    }
 }
 
 /// The schedule of a time loop of `stencil` on `backend` over an interior of `shape` (grids

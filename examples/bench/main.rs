@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo run --release --example bench -- [--json] [--repeats N] [--n3 N] [--n2 N] [--svg PATH]
-//!                                        [--only sweeps,cache,steps,krylov] [--steps-repeats N]
+//!                                        [--only sweeps,cache,steps,krylov,noise] [--steps-repeats N]
+//!                                        [--noise-comparisons N]
 //! ```
 //!
 //! Four sections (all unless `--only` names some): `sweeps`, described below; `cache`,
@@ -11,7 +12,9 @@
 //! W2 for 20) per step for the hand-written swap loop, `run()` then swap, and `Steps` default
 //! and tuned, with the first call's tuning (module `timeloop`); `krylov`, the vector kernels of
 //! `stencil::krylov` (dot, norm2, axpy on 2^25 `f64`) against plain loops and the read and copy
-//! bandwidths, and one conjugate-gradient iteration at 256^3 (module `krylov`).
+//! bandwidths, and one conjugate-gradient iteration at 256^3 (module `krylov`). A fifth,
+//! `noise`, runs only when `--only` names it: the tuner's paired rule comparing a schedule
+//! with itself on this machine (module `noise`).
 //!
 //! For W1 (7-point 3-D, 256^3), W2 (27-point 3-D, 256^3), W3 (5-point 2-D, 8192^2), and Kamil's
 //! Divergence and Gradient (256^3), all f64, with 1 and 2 threads, it measures: an in-process
@@ -40,6 +43,7 @@
 
 mod cached;
 mod krylov;
+mod noise;
 mod report;
 mod timeloop;
 mod workloads;
@@ -63,11 +67,14 @@ struct Options {
     only: Vec<String>,
     /// Rounds of the time-loop rows.
     steps_repeats: usize,
+    /// Comparisons per pair of the noise section.
+    noise_comparisons: usize,
 }
 
 impl Options {
     fn runs(&self, section: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|s| s == section)
+        // The noise section runs only when asked for.
+        (self.only.is_empty() && section != "noise") || self.only.iter().any(|s| s == section)
     }
 }
 
@@ -80,6 +87,7 @@ fn options() -> Options {
         svg: std::env::temp_dir().join("stencil-bench.svg"),
         only: Vec::new(),
         steps_repeats: 3,
+        noise_comparisons: 40,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -95,16 +103,19 @@ fn options() -> Options {
             "--n2" => o.n2 = number("--n2"),
             "--svg" => o.svg = PathBuf::from(args.next().expect("bench: --svg needs a path")),
             "--steps-repeats" => o.steps_repeats = number("--steps-repeats").max(1),
+            "--noise-comparisons" => {
+                o.noise_comparisons = number("--noise-comparisons").max(1);
+            }
             "--only" => {
                 o.only = args
                     .next()
-                    .expect("bench: --only needs sweeps, cache, steps and/or krylov")
+                    .expect("bench: --only needs sweeps, cache, steps, krylov and/or noise")
                     .split(',')
                     .map(str::to_string)
                     .collect();
                 for s in &o.only {
                     assert!(
-                        ["sweeps", "cache", "steps", "krylov"].contains(&s.as_str()),
+                        ["sweeps", "cache", "steps", "krylov", "noise"].contains(&s.as_str()),
                         "bench: unknown section {s}"
                     );
                 }
@@ -283,19 +294,55 @@ fn main() {
         .map(|i| (i % 1000) as f64 * 0.25)
         .collect();
     let mut copy_dst = vec![0.0f64; copy_src.len()];
+    // The machine's cache capacities, measured now (what the library measures on its first
+    // tuning and keeps for a week) and stored in the fresh caches, so the tuning times below
+    // are the decisions' own.
+    let tuned_sections = ["sweeps", "cache", "steps"].iter().any(|s| o.runs(s));
+    let probe =
+        tuned_sections.then(|| stencil_tune::probe::measure_caches(machine.reported_caches()));
+    if let Some(probe) = &probe {
+        stencil_cpu::set_measured_caches(probe.effective);
+        if !o.json {
+            eprintln!(
+                "caches measured in {:.2} s: L1 {} KiB, L2 {} KiB, LLC {:.1} MiB (reported {:.1} MiB)",
+                probe.seconds,
+                probe.effective.l1_bytes >> 10,
+                probe.effective.l2_bytes >> 10,
+                probe.effective.llc_bytes as f64 / (1 << 20) as f64,
+                probe.reported.llc_bytes as f64 / (1 << 20) as f64
+            );
+        } else {
+            println!(
+                "{{\"caches\":\"measured\",\"l1_bytes\":{},\"l2_bytes\":{},\"llc_bytes\":{},\
+                 \"reported_l1_bytes\":{},\"reported_l2_bytes\":{},\"reported_llc_bytes\":{},\
+                 \"seconds\":{:.3}}}",
+                probe.effective.l1_bytes,
+                probe.effective.l2_bytes,
+                probe.effective.llc_bytes,
+                probe.reported.l1_bytes,
+                probe.reported.l2_bytes,
+                probe.reported.llc_bytes,
+                probe.seconds
+            );
+        }
+    }
     // The tuner's caches, one per thread count, fresh for this run, holding the bandwidth
     // measured now (the library measures it once per machine), so the tuning times below are
     // the searches' own.
     let tune_dir = std::env::temp_dir().join(format!("stencil-bench-tune-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tune_dir);
     // (The `krylov` section tunes as a user's call does, in the default cache: it needs none.)
-    let tuned_sections = ["sweeps", "cache", "steps"].iter().any(|s| o.runs(s));
     let caches: Vec<TuningCache> = backends
         .iter()
         .map(|b| {
             let cache = TuningCache::at(tune_dir.join(format!("cpu-{}.json", b.threads())));
             if !tuned_sections {
                 return cache;
+            }
+            if let Some(probe) = &probe {
+                cache
+                    .store_caches(b.fingerprint(), probe)
+                    .expect("bench: cannot write the tuning cache");
             }
             let start = Instant::now();
             let bandwidth = b.copy_bandwidth();
@@ -317,7 +364,7 @@ fn main() {
     let mut tuner_rows = Vec::new();
     let mut padding_rows = Vec::new();
     // Only the sweeps and the time loops use these grids.
-    let mut workloads = if o.runs("sweeps") || o.runs("steps") {
+    let mut workloads = if o.runs("sweeps") || o.runs("steps") || o.runs("noise") {
         Workload::all(&backends[1], o.n3, o.n2)
     } else {
         Vec::new()
@@ -470,6 +517,8 @@ fn main() {
                 tuned_ms: tuned_stats.median,
                 best_ms: median_of("library best"),
                 default_ms: median_of("library default"),
+                cut_short: tuned.cut_short,
+                evidence: tuned.evidence_summary(),
                 schedule: tuned.description.clone(),
             });
             let naive_rayon_ms = measured
@@ -519,6 +568,15 @@ fn main() {
             copy: &mut copy,
         };
         (steps_rows, steps_tuner) = timeloop::rows(&mut section, &mut workloads, o.json);
+    }
+    // The paired rule against noise.
+    let mut noise_rows = Vec::new();
+    if o.runs("noise") {
+        let w1 = workloads
+            .iter_mut()
+            .find(|w| w.name.starts_with("W1"))
+            .expect("W1");
+        noise_rows = noise::rows(&backends, w1, o.noise_comparisons);
     }
     // Krylov vector kernels and a CG iteration.
     let mut krylov_rows = Vec::new();
@@ -572,6 +630,9 @@ fn main() {
         for r in &krylov_rows {
             println!("{}", r.json());
         }
+        for r in &noise_rows {
+            println!("{}", r.json());
+        }
     } else {
         if o.runs("sweeps") {
             print!("{}", report::table(&streams, &rows));
@@ -604,6 +665,9 @@ fn main() {
                  same rounds; x plain: the plain loop's time over the row's):"
             );
             print!("{}", krylov::table(&krylov_rows));
+        }
+        if o.runs("noise") {
+            print!("{}", noise::table(&noise_rows));
         }
     }
     eprintln!("bar chart written to {}", o.svg.display());

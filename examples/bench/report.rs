@@ -116,6 +116,10 @@ pub(crate) struct TunerRow {
     pub(crate) best_ms: f64,
     /// Median ms per sweep of the default schedule.
     pub(crate) default_ms: f64,
+    /// Whether the first call's tuning was cut short by its budget.
+    pub(crate) cut_short: bool,
+    /// The first call's evidence in words.
+    pub(crate) evidence: String,
     /// The tuned schedule in words.
     pub(crate) schedule: String,
 }
@@ -124,16 +128,23 @@ impl TunerRow {
     /// The row as one JSON object.
     pub(crate) fn json(&self) -> String {
         format!(
-            "{{\"tuner\":\"{}\",\"threads\":{},\"trials\":{},\"space\":{},\"tuning_s\":{:.3},             \"tuned_ms\":{:.4},\"best_ms\":{:.4},\"default_ms\":{:.4},\"schedule\":\"{}\"}}",
+            "{{\"tuner\":\"{}\",\"threads\":{},\"trials\":{},\"space\":{},\"tuning_s\":{:.3},\
+             \"cut_short\":{},\"tuned_ms\":{:.4},\"best_ms\":{:.4},\"default_ms\":{:.4},\
+             \"tuned_over_best\":{:.3},\"tuned_over_default\":{:.3},\"schedule\":\"{}\",\
+             \"evidence\":\"{}\"}}",
             self.workload,
             self.threads,
             self.trials,
             self.space,
             self.tuning_seconds,
+            self.cut_short,
             self.tuned_ms,
             self.best_ms,
             self.default_ms,
-            self.schedule
+            self.tuned_ms / self.best_ms,
+            self.tuned_ms / self.default_ms,
+            self.schedule,
+            self.evidence
         )
     }
 }
@@ -159,12 +170,13 @@ pub(crate) fn tuner_table(rows: &[TunerRow]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{:<13} {:>3} {:>6} {:>5} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.3} {:>10.3}  {}",
+            "{:<13} {:>3} {:>6} {:>5} {:>7.2}{} {:>9.2} {:>9.2} {:>10.2} {:>10.3} {:>10.3}  {}",
             r.workload,
             r.threads,
             r.trials,
             r.space,
             r.tuning_seconds,
+            if r.cut_short { "*" } else { " " },
             r.tuned_ms,
             r.best_ms,
             r.default_ms,
@@ -173,6 +185,10 @@ pub(crate) fn tuner_table(rows: &[TunerRow]) -> String {
             r.schedule
         );
     }
+    let _ = writeln!(
+        out,
+        "(* the first call's tuning was cut short by its time budget)"
+    );
     out
 }
 

@@ -1,5 +1,19 @@
-//! How hard to tune: `off | quick | thorough | exhaustive`, from `STENCIL_TUNE` or the API, and
-//! the plan (strategy, budget, pruning, timing harness) each implies.
+//! How hard to tune: `off | quick | thorough | exhaustive`, from `STENCIL_TUNE` or the API.
+//!
+//! What each policy does on a first call is the [tuning engine](crate::engine)'s: its time
+//! budget ([`budget_seconds`](crate::engine::budget_seconds)), its search and the paired
+//! rule every policy's final choice passes ([`PAIRED_RULE`](crate::engine::PAIRED_RULE)):
+//!
+//! | policy       | search                                                    | budget |
+//! |--------------|-----------------------------------------------------------|--------|
+//! | `off`        | none: the model's choice, nothing measured                | -      |
+//! | `quick`      | screen the dimensions that matter most, then descend      | 1 s per sweep, 2 s per time loop |
+//! | `thorough`   | exhaustive if <= 200 points, else genetic algorithm; median of 3 samples per point | 10 s |
+//! | `exhaustive` | every point, median of 5 samples                          | none   |
+//!
+//! [`TunePolicy::plan`] is the plan of the lower-level search API ([`tune`](crate::tune):
+//! a strategy, trial and time limits, pruning and the harness of [`harness`](crate::harness)),
+//! for callers that drive a [`Search`](crate::Search) themselves:
 //!
 //! | policy       | strategy                                   | trials | time  | bound stop | harness |
 //! |--------------|--------------------------------------------|--------|-------|------------|---------|
@@ -8,10 +22,8 @@
 //! | `thorough`   | exhaustive if <= 200 points, else genetic algorithm | 200 | 20 s | within 2% | 1 warm-up, 5 repeats of >= 20 ms |
 //! | `exhaustive` | every point                                | all    | -     | -          | 2 warm-ups, 5 repeats of >= 50 ms |
 //!
-//! After the strategy, the fastest points are measured once more and ranked by the mean of
-//! their two times (`quick`: 3 points, `thorough` and `exhaustive`: 5), so one lucky
-//! measurement on a noisy machine does not pick the winner; `quick`'s 0.7 s leave room for
-//! that and for the call's own sweep within a second.
+//! There, after the strategy, the fastest points are measured once more and ranked by the
+//! mean of their two times (`quick`: 3 points, `thorough` and `exhaustive`: 5).
 //!
 //! `quick` is the default. `STENCIL_TUNE` accepts, ASCII case and surrounding blanks ignored:
 //!

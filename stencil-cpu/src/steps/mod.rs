@@ -475,7 +475,9 @@ mod tests {
         assert_eq!(depth(&cloud_vm(None)), 1);
         assert_eq!(depth(&cloud_vm(measured(0, 128 << 10))), DEFAULT_TIME_DEPTH);
         // The tuning space's default point has the same depth (`time_depth` first).
-        let space = |m: &Machine| steps_tuning_space(m, kernel, &[32, 32, 32], 2, 64, &CpuSchedule::default());
+        let space = |m: &Machine| {
+            steps_tuning_space(m, kernel, &[32, 32, 32], 2, 64, &CpuSchedule::default())
+        };
         let depth_at = |t: &TuningSpace| match t.schedule(t.default_point.as_ref().unwrap()) {
             Some(Schedule::Cpu(s)) => s.time_depth,
             other => panic!("{other:?}"),

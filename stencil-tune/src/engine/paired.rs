@@ -242,7 +242,7 @@ fn min_ratio(incumbent: &[f64], challenger: &[f64]) -> f64 {
 /// when a run failed. `prior` holds each side's fastest earlier sample (incumbent,
 /// challenger), which tells disturbed rounds apart when a long burst covers all of one
 /// side's samples; `describe` names points for the evidence.
-pub(crate) fn compare(
+pub fn compare(
     sampler: &mut Sampler<'_>,
     rule: &PairedRule,
     incumbent: &[usize],
