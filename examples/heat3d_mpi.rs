@@ -275,7 +275,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 (n * n * n) as f64 * opts.steps as f64 / one.seconds / 1e9,
                 one.tuning
             );
-            if global.to_vec() != single.to_vec() {
+            if !same_bits(&global.to_vec(), &single.to_vec()) {
                 eprintln!("heat3d_mpi: the field across ranks differs from one process's");
                 domain.abort_on_error::<()>(Err(stencil::Error::new(
                     stencil::ErrorKind::VerificationFailed,
@@ -288,6 +288,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// Whether `a` and `b` hold the same values bit for bit (`-0.0` differs from `0.0`, a NaN
+/// equals the same NaN), as `--check` promises.
+fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
 /// Collects every rank's line on rank 0 (in rank order; the other ranks keep theirs).
@@ -306,4 +312,17 @@ fn gather_lines(domain: &Domain<3>, lines: &mut Vec<String>) {
         all.push(String::from_utf8_lossy(&bytes[..end]).into_owned());
     }
     *lines = all;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_bits;
+
+    #[test]
+    fn the_check_compares_bits() {
+        assert!(same_bits(&[1.5, 0.0, f64::NAN], &[1.5, 0.0, f64::NAN]));
+        assert!(!same_bits(&[1.5, 0.0], &[1.5, -0.0]));
+        assert!(!same_bits(&[1.5], &[1.5, 2.0]));
+        assert!(!same_bits(&[f64::NAN], &[-f64::NAN]));
+    }
 }
