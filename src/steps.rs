@@ -515,7 +515,8 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             (r, g) => Err(Error::new(
                 ErrorKind::BadArgument,
                 format!(
-                    "kernel `{}` reads {r} points away but the domain's ghost zones are {g}                      deep: use a ghost depth of 0 (an exchange every step) or at least {r}",
+                    "kernel `{}` reads {r} points away but the domain's ghost zones are {g} \
+                     deep: use a ghost depth of 0 (an exchange every step) or at least {r}",
                     kernel.name
                 ),
             )),

@@ -534,6 +534,13 @@ fn errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
         ErrorKind::BadArgument,
         "ghost 1 under radius 2: {e}"
     );
+    assert!(
+        e.to_string().contains(
+            "reads 2 points away but the domain's ghost zones are 1 deep: use a ghost depth \
+             of 0 (an exchange every step) or at least 2"
+        ),
+        "{e}"
+    );
     // Periodic faces on a dimension the domain does not wrap.
     u.set_boundary(Boundary::Periodic);
     assert_eq!(
@@ -551,6 +558,16 @@ fn errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
         .process_grid([ranks + 1, 1])
         .build(world);
     assert_eq!(e.err().map(|e| e.kind()), Some(ErrorKind::BadArgument));
+    // A 0-D domain has nothing to cut, whatever its ghost depth.
+    for ghost in [0, 2] {
+        let e = Domain::<0>::builder([])
+            .ghost(ghost)
+            .build(world)
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidShape, "0-D, ghost {ghost}: {e}");
+        assert!(e.to_string().contains("at least one dimension"), "{e}");
+    }
     // A halo wider than a rank's part.
     if ranks > 1 {
         let e = Domain::<1>::builder([3 * ranks]).halo(4).build(world);

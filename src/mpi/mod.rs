@@ -172,14 +172,21 @@ impl<const D: usize> DomainBuilder<D> {
     /// many ranks share this machine's last-level cache ([`Domain::ranks_on_node`]).
     ///
     /// # Errors
-    /// - [`ErrorKind::InvalidShape`]: an extent is 0; no process grid of `comm`'s size cuts
-    ///   the interior into parts of at least `max(halo, ghost)` points along every cut
-    ///   dimension (a halo or ghost zone wider than a rank's part would reach past its
-    ///   neighbour), or the given process grid does not.
-    /// - [`ErrorKind::BadArgument`]: a given process grid whose product is not `comm`'s size;
-    ///   a ghost depth on a 0-D domain.
+    /// - [`ErrorKind::InvalidShape`]: a 0-D domain (it has no dimension to cut, whatever the
+    ///   ghost depth); an extent is 0; no process grid of `comm`'s size cuts the interior
+    ///   into parts of at least `max(halo, ghost)` points along every cut dimension (a halo
+    ///   or ghost zone wider than a rank's part would reach past its neighbour), or the given
+    ///   process grid does not.
+    /// - [`ErrorKind::BadArgument`]: a given process grid whose product is not `comm`'s size.
     pub fn build(self, comm: &impl Communicator) -> Result<Domain<D>> {
-        if D == 0 || self.shape.contains(&0) {
+        if D == 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidShape,
+                "a distributed interior needs at least one dimension to cut over the ranks \
+                 (this one is 0-D)",
+            ));
+        }
+        if self.shape.contains(&0) {
             return Err(Error::new(
                 ErrorKind::InvalidShape,
                 format!("a distributed interior of shape {:?}", self.shape),
