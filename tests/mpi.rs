@@ -451,6 +451,50 @@ fn scatter_gather(world: &impl stencil::mpi::bindings::traits::Communicator) {
     }
 }
 
+/// `scatter` with arguments wrong on one rank fails on every rank (each would otherwise
+/// wait for a message that rank never sends), with the same kind of error.
+fn scatter_errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
+    let shape = [12, 9];
+    let domain = Domain::<2>::builder(shape).halo(1).build(world).unwrap();
+    let global = Grid2::<f64>::from_fn(shape, 1, |p| value(6, p)).unwrap();
+    let mut local = domain.grid::<f64>().unwrap();
+    let last = domain.ranks() - 1;
+    // Rank 0 gives no global grid.
+    let e = domain.scatter(None, &mut local).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
+    if domain.rank() != 0 {
+        assert!(e.to_string().contains("rank 0 gave no global grid"), "{e}");
+    }
+    // Rank 0 gives a global grid of another shape.
+    let wrong = Grid2::<f64>::new([12, 8]).unwrap();
+    let root = (domain.rank() == 0).then_some(&wrong);
+    let e = domain.scatter(root, &mut local).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch, "{e}");
+    // The last rank's local grid has another shape (on one rank, rank 0's own).
+    let mut other = Grid2::<f64>::new([3, 3]).unwrap();
+    let target = if domain.rank() == last {
+        &mut other
+    } else {
+        &mut local
+    };
+    let root = (domain.rank() == 0).then_some(&global);
+    let e = domain.scatter(root, target).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch, "{e}");
+    if domain.rank() != last {
+        assert!(e.to_string().contains(&format!("rank {last} ")), "{e}");
+    }
+    // And right afterwards a correct scatter works on every rank.
+    domain.scatter(root, &mut local).unwrap();
+    let origin = domain.local_origin();
+    let (lo, hi) = domain.owned_local();
+    for i in lo[0]..hi[0] {
+        for j in lo[1]..hi[1] {
+            let g = [origin[0] as usize + i, origin[1] as usize + j];
+            assert_eq!(local[[i, j]].to_bits(), value(6, g).to_bits());
+        }
+    }
+}
+
 /// Ranks with the same local shape share one tuning: the lowest of them tunes (or reads the
 /// cache) and the others receive its schedule; ranks of another shape tune for themselves.
 fn shared_tuning(world: &impl stencil::mpi::bindings::traits::Communicator) {
@@ -654,6 +698,7 @@ fn main() {
     macro_kernel(&world, 0);
     macro_kernel(&world, 3);
     scatter_gather(&world);
+    scatter_errors(&world);
     // Every rank runs on this machine here: each gets its share of the last-level cache.
     let domain = Domain::<1>::builder([64]).build(&world).unwrap();
     assert_eq!(domain.ranks_on_node(), ranks);

@@ -784,38 +784,53 @@ impl<const D: usize> Domain<D> {
     /// [`exchange`](Self::exchange)s. Collective.
     ///
     /// # Errors
-    /// [`ErrorKind::ShapeMismatch`] on rank 0 for a global grid of another shape than the
-    /// domain's (the other ranks then wait: check the shape before); as
-    /// [`exchange`](Self::exchange).
+    /// Every rank fails alike, so none is left waiting, when the arguments of any rank are
+    /// wrong (the rank at fault gets the error itself; the others get the same kind, naming
+    /// that rank):
+    /// - [`ErrorKind::BadArgument`]: rank 0 gives no global grid (`None`);
+    /// - [`ErrorKind::ShapeMismatch`]: the global grid's shape is not the domain's, or a local
+    ///   grid's is not its rank's [`local_shape`](Self::local_shape);
+    /// - [`ErrorKind::HaloTooNarrow`]: a local grid's halo is narrower than the domain's;
+    ///
+    /// then as [`exchange`](Self::exchange).
     pub fn scatter<T: MpiElement>(
         &self,
         global: Option<&Grid<T, D>>,
         local: &mut Grid<T, D>,
     ) -> Result<()> {
-        if local.shape() != self.local_shape() {
-            return self.check_grid(local);
+        // Every rank's checks, shared before anything else is sent: a rank that returned
+        // alone would leave the others waiting for its messages.
+        let mine = self.scatter_check(global, local);
+        let code = mine.as_ref().map_or(0u8, |e| match e.kind() {
+            ErrorKind::BadArgument => 1,
+            ErrorKind::ShapeMismatch => 2,
+            _ => 3,
+        });
+        let mut codes = vec![0u8; self.ranks()];
+        self.comm.all_gather_into(&code, &mut codes[..]);
+        if let Some(e) = mine {
+            return Err(e);
         }
+        if let Some((r, &c)) = codes.iter().enumerate().find(|(_, c)| **c != 0) {
+            let (kind, what) = match c {
+                1 => (ErrorKind::BadArgument, "gave no global grid"),
+                2 => (ErrorKind::ShapeMismatch, "gave a grid of the wrong shape"),
+                _ => (
+                    ErrorKind::HaloTooNarrow,
+                    "gave a local grid with too narrow a halo",
+                ),
+            };
+            return Err(Error::new(
+                kind,
+                format!("scatter: rank {r} {what}, so no rank scatters"),
+            ));
+        }
+        let global = if self.rank == 0 { global } else { None };
         let root = self.comm.process_at_rank(0);
         // The global faces: kinds and values, from rank 0.
         let mut kinds = [0u8; 64];
         let mut values = vec![T::ZERO; 2 * D];
-        if self.rank == 0 {
-            let Some(global) = global else {
-                return Err(Error::new(
-                    ErrorKind::BadArgument,
-                    "scatter: rank 0 must give the global grid",
-                ));
-            };
-            if global.shape() != self.shape() {
-                return Err(Error::new(
-                    ErrorKind::ShapeMismatch,
-                    format!(
-                        "scatter: the global grid has shape {:?}, the domain {:?}",
-                        global.shape(),
-                        self.shape()
-                    ),
-                ));
-            }
+        if let Some(global) = global {
             for (d, pair) in global.boundaries().iter().enumerate() {
                 for (s, b) in pair.iter().enumerate() {
                     kinds[2 * d + s] = FaceKind::of(b) as u8;
@@ -840,8 +855,7 @@ impl<const D: usize> Domain<D> {
             }
         }
         let (own_lo, own_hi) = self.owned_local();
-        if self.rank == 0 {
-            let global = global.expect("checked above");
+        if let Some(global) = global {
             for r in 0..self.ranks() {
                 let (lo, hi) = self.layout.decomp.owned(r);
                 let mut buf = Vec::new();
@@ -864,6 +878,56 @@ impl<const D: usize> Domain<D> {
             self.unpack_owned(local, own_lo, own_hi, &buf);
         }
         self.exchange(local)
+    }
+
+    /// What is wrong with this rank's arguments to [`scatter`](Self::scatter), if anything:
+    /// its local grid's shape and halo, and on rank 0 the global grid.
+    fn scatter_check<T: MpiElement>(
+        &self,
+        global: Option<&Grid<T, D>>,
+        local: &Grid<T, D>,
+    ) -> Option<Error> {
+        if self.rank == 0 {
+            let Some(global) = global else {
+                return Some(Error::new(
+                    ErrorKind::BadArgument,
+                    "scatter: rank 0 must give the global grid",
+                ));
+            };
+            if global.shape() != self.shape() {
+                return Some(Error::new(
+                    ErrorKind::ShapeMismatch,
+                    format!(
+                        "scatter: the global grid has shape {:?}, the domain {:?}",
+                        global.shape(),
+                        self.shape()
+                    ),
+                ));
+            }
+        }
+        if local.shape() != self.local_shape() {
+            return Some(Error::new(
+                ErrorKind::ShapeMismatch,
+                format!(
+                    "scatter: local grid of shape {:?} on rank {} whose local interior is {:?} \
+                     (allocate local grids with `Domain::grid`)",
+                    local.shape(),
+                    self.rank,
+                    self.local_shape()
+                ),
+            ));
+        }
+        if local.halo() < self.layout.halo {
+            return Some(Error::new(
+                ErrorKind::HaloTooNarrow,
+                format!(
+                    "scatter: local grid with a halo of {} on a domain whose halo is {}",
+                    local.halo(),
+                    self.layout.halo
+                ),
+            ));
+        }
+        None
     }
 
     /// The owned box of `grid`, row by row.
