@@ -495,6 +495,75 @@ fn scatter_errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
     }
 }
 
+/// A callback that stops the loop on one rank only (the last, on data only it sees) stops
+/// every rank after the same step: no rank is left waiting in the next exchange, and the
+/// field is one process's after that many steps.
+fn stop_on_one_rank(world: &impl stencil::mpi::bindings::traits::Communicator, ghost: usize) {
+    let shape = [24, 17];
+    let domain = Domain::<2>::builder(shape)
+        .halo(1)
+        .ghost(ghost)
+        .build(world)
+        .unwrap();
+    let stencil: Stencil<f64> = stencil::parse(&kernel_text(2, 1)).unwrap();
+    let fill = |grid: &mut Grid2<f64>, seed: u64| {
+        grid.set_boundary(Boundary::ZeroGradient);
+        domain.fill_with(grid, |p| value(seed, p)).unwrap();
+    };
+    let mut u = domain.grid::<f64>().unwrap();
+    fill(&mut u, 8);
+    let mut c = domain.grid::<f64>().unwrap();
+    fill(&mut c, 9);
+    let mut out = u.like();
+    let last = domain.ranks() - 1;
+    let rank = domain.rank();
+    let mut calls = Vec::new();
+    let report = Steps::new(&stencil)
+        .rotate(&["out", "u"])
+        .grid("u", &mut u)
+        .grid("out", &mut out)
+        .input("c", &c)
+        .param("a", 0.3)
+        .without_tuning_cache()
+        .across(&domain)
+        .every(3, |state| {
+            calls.push(state.step());
+            // Only the last rank decides, on its own grid's data.
+            if rank == last && state.step() >= 6 && state.grid("u").unwrap()[[0, 0]].is_finite() {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        })
+        .run(30)
+        .unwrap();
+    assert_eq!(calls, [3, 6], "rank {rank}, ghost {ghost}: callbacks");
+    assert!(report.stopped, "rank {rank}, ghost {ghost}: stopped");
+    assert_eq!(report.steps, 6, "rank {rank}, ghost {ghost}: steps");
+    let got = domain.gather(&u).unwrap();
+    if let Some(got) = got {
+        let mut gu = Grid2::<f64>::with_halo(shape, 1).unwrap();
+        gu.set_boundary(Boundary::ZeroGradient);
+        gu.fill_with(|p| value(8, p));
+        let mut gc = gu.like();
+        gc.fill_with(|p| value(9, p));
+        let mut gout = gu.like();
+        Steps::new(&stencil)
+            .rotate(&["out", "u"])
+            .grid("u", &mut gu)
+            .grid("out", &mut gout)
+            .input("c", &gc)
+            .param("a", 0.3)
+            .without_tuning_cache()
+            .run(6)
+            .unwrap();
+        assert!(
+            bits(&got, gu.boundaries()) == bits(&gu, gu.boundaries()),
+            "stopped after 6 steps, ghost {ghost}"
+        );
+    }
+}
+
 /// Ranks with the same local shape share one tuning: the lowest of them tunes (or reads the
 /// cache) and the others receive its schedule; ranks of another shape tune for themselves.
 fn shared_tuning(world: &impl stencil::mpi::bindings::traits::Communicator) {
@@ -699,6 +768,8 @@ fn main() {
     macro_kernel(&world, 3);
     scatter_gather(&world);
     scatter_errors(&world);
+    stop_on_one_rank(&world, 0);
+    stop_on_one_rank(&world, 2);
     // Every rank runs on this machine here: each gets its share of the last-level cache.
     let domain = Domain::<1>::builder([64]).build(&world).unwrap();
     assert_eq!(domain.ranks_on_node(), ranks);

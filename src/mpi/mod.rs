@@ -69,7 +69,10 @@
 //! by `r` points per step, never reaching the owned box), so one exchange serves several
 //! steps and the local time loop may block them in time. With a ghost depth of 0 every step
 //! exchanges, overlapped with the sweep of the owned box's inner part (the shell within `r`
-//! of a rank face is swept once the halo has arrived).
+//! of a rank face is swept once the halo has arrived). A
+//! [`Steps::every`](crate::Steps::every) callback that stops the loop on one rank stops it
+//! on every rank after that round of callbacks (the decisions are combined, one all-reduce
+//! per round).
 //!
 //! # Errors and failures
 //!
@@ -1040,6 +1043,16 @@ impl<T: MpiElement, const D: usize> crate::steps::Distribution<T, D> for Domain<
 
     fn ghost(&self) -> usize {
         self.layout.ghost
+    }
+
+    fn any_rank(&self, local: bool) -> bool {
+        let mut any = 0u8;
+        self.comm.all_reduce_into(
+            &u8::from(local),
+            &mut any,
+            ::mpi::collective::SystemOperation::max(),
+        );
+        any != 0
     }
 
     fn share_tuning(
