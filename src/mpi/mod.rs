@@ -56,10 +56,13 @@
 //! zone and halo) holds, bit for bit, what one grid over the whole global interior with the
 //! same boundary conditions holds at that global position after `update_halo`: owned values
 //! of other ranks, and boundary values by the rule of
-//! [`fill_halo`](stencil_core::grid::fill_halo) (edges and corners included; `UserManaged`
-//! faces untouched). Sweeps and time loops across ranks therefore give the single-process
-//! result bit for bit, whatever the rank count, for every kernel whose single-process result
-//! does not depend on the schedule (see [`crate::steps`]: all but retimed kernels).
+//! [`fill_halo`](stencil_core::grid::fill_halo) (edges and corners included). Nothing writes
+//! beyond a `UserManaged` face: each rank keeps what its caller put there (as one grid
+//! does), and so does a corner whose value that rule copies from beyond such a face when
+//! the rank reaches it across a rank face (one grid holds the copy there). Sweeps and time
+//! loops across ranks therefore give the single-process result bit for bit in the owned
+//! boxes, whatever the rank count, for every kernel whose single-process result does not
+//! depend on the schedule (see [`crate::steps`]: all but retimed kernels).
 //!
 //! # Time loops
 //!
@@ -69,7 +72,12 @@
 //! by `r` points per step, never reaching the owned box), so one exchange serves several
 //! steps and the local time loop may block them in time. With a ghost depth of 0 every step
 //! exchanges, overlapped with the sweep of the owned box's inner part (the shell within `r`
-//! of a rank face is swept once the halo has arrived). A
+//! of a rank face is swept once the halo has arrived). After the loop, the owned box and the
+//! halo beyond the global interior's faces next to it hold what one process's grids hold
+//! there, except beyond `UserManaged` faces (above) and, with a ghost depth of 0, beyond a
+//! `Reflect` face of a cut dimension where the rank's part is no wider than the halo (the
+//! mirror image lies on a neighbour); ghost zones and halos beyond rank faces are stale until
+//! the next exchange. A
 //! [`Steps::every`](crate::Steps::every) callback that stops the loop on one rank stops it
 //! on every rank after that round of callbacks (the decisions are combined, one all-reduce
 //! per round).
@@ -432,8 +440,9 @@ impl<const D: usize> Domain<D> {
         })
     }
 
-    /// Sets every owned point of `grid` to `f` of its global coordinates, then
-    /// [`exchange`](Self::exchange)s.
+    /// Sets every owned point of `grid` to `f` of its global coordinates (in C order), then
+    /// [`exchange`](Self::exchange)s. Nothing else is written but what the exchange fills:
+    /// the caller's values beyond `UserManaged` faces stay.
     ///
     /// # Errors
     /// As [`exchange`](Self::exchange).
@@ -445,15 +454,18 @@ impl<const D: usize> Domain<D> {
         self.check_grid(grid)?;
         let (lo, hi) = self.owned_local();
         let origin = self.local_origin();
-        grid.fill_with(|p| {
-            let owned = (0..D).all(|d| (lo[d]..hi[d]).contains(&p[d]));
-            // Points outside the owned box are overwritten by the exchange.
-            if owned {
-                f(std::array::from_fn(|d| {
+        let geom = *grid.geometry();
+        // Only the owned box: the exchange fills the rest (a grid's own fill would write
+        // halo points beyond `UserManaged` faces, treating rank faces as global ones).
+        let data = grid.as_mut_slice();
+        for_each_row(lo, hi, |start, len| {
+            let at = geom.index(&start.map(|x| x as isize));
+            for (k, slot) in data[at..at + len].iter_mut().enumerate() {
+                let mut p = start;
+                p[D - 1] += k;
+                *slot = f(std::array::from_fn(|d| {
                     (origin[d] + p[d] as isize) as usize
-                }))
-            } else {
-                T::ZERO
+                }));
             }
         });
         self.exchange(grid)
@@ -727,7 +739,8 @@ impl<const D: usize> Domain<D> {
 
     /// Copies the owned box of every rank's `local` grid into one global grid on rank
     /// `root`: `Some(grid)` there (halo `local.halo()`, the local grid's boundary conditions,
-    /// halo filled), `None` elsewhere. Collective.
+    /// halo filled; zero beyond `UserManaged` faces, as the local grids' values there are
+    /// not gathered), `None` elsewhere. Collective.
     ///
     /// # Errors
     /// As [`exchange`](Self::exchange) for a grid that is not a local grid of the domain;
