@@ -9,7 +9,9 @@
 //!
 //! - `--size N`: points per side of the global cube (default 256);
 //! - `--steps S`: time steps (default 100);
-//! - `--threads T`: worker threads per rank (default 1);
+//! - `--threads T`: worker threads per rank (default 1; 0: the rank's share of the
+//!   machine's cores). Each rank's workers are pinned within its share of the cores, which
+//!   ranks on one machine split when the launcher does not bind them;
 //! - `--ghost G`: ghost depth on rank faces (default 16): one halo exchange per `G` steps of
 //!   this radius-1 kernel, the steps between exchanges blocked in time by each rank's time
 //!   loop (up to `G` steps per trip through memory); 0 exchanges every step, overlapped with
@@ -110,7 +112,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let n = opts.size;
-    let backend = CpuBackend::new(opts.threads)?;
     let r = 0.1;
     let (c0, c1) = (1.0 - 6.0 * r, r);
     // The kernel's radius is 1: a halo of 1 beyond the ghost zones.
@@ -118,6 +119,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .halo(1)
         .ghost(opts.ghost)
         .build(&world)?;
+    // After the domain, which gives this rank its share of the machine's cores.
+    let backend = CpuBackend::new(opts.threads)?;
     let rank = domain.rank();
     let ranks = domain.ranks();
     if rank == 0 {

@@ -16,8 +16,8 @@
 //! beyond global faces after the call, every local point after an exchange; rank 0 also
 //! compares the gathered grids. Cases that the layout cannot hold must fail with the
 //! documented error on every rank. Then: scatter's errors on every rank, a callback that
-//! stops the loop on one rank. With `STENCIL_MPI_TEST_ABORT=1` the last rank fails alone
-//! and must abort the job.
+//! stops the loop on one rank, the ranks' pools on disjoint cores (printed). With
+//! `STENCIL_MPI_TEST_ABORT=1` the last rank fails alone and must abort the job.
 
 use stencil::mpi::{Decomposition, Domain};
 use stencil::output::{Plane, VtiOptions, write_vti_to};
@@ -712,6 +712,76 @@ fn stop_on_one_rank(world: &impl stencil::mpi::bindings::traits::Communicator, g
     }
 }
 
+/// Ranks on this machine that may run on the same cores split them: the global backend's
+/// pools are pinned to disjoint cores (while there are as many cores as ranks), and start
+/// their share of threads. Prints each rank's cores.
+fn core_shares(world: &impl stencil::mpi::bindings::traits::Communicator) {
+    use stencil::mpi::bindings::traits::CommunicatorCollectives;
+    const WORDS: usize = 16;
+    let mask = |cpus: &[usize]| {
+        let mut m = [0u64; WORDS];
+        for &c in cpus.iter().filter(|&&c| c < 64 * WORDS) {
+            m[c / 64] |= 1 << (c % 64);
+        }
+        m
+    };
+    let backend = stencil_cpu::CpuBackend::global();
+    let allowed = stencil_cpu::allowed_cpus();
+    let ranks = world.size() as usize;
+    let rank = world.rank() as usize;
+    let mut pools = vec![0u64; WORDS * ranks];
+    world.all_gather_into(&mask(backend.cpus())[..], &mut pools[..]);
+    let mut alloweds = vec![0u64; WORDS * ranks];
+    world.all_gather_into(&mask(&allowed)[..], &mut alloweds[..]);
+    let mut threads = vec![0u64; ranks];
+    world.all_gather_into(&(backend.threads() as u64), &mut threads[..]);
+    let cpus_of = |all: &[u64], r: usize| -> Vec<usize> {
+        (0..64 * WORDS)
+            .filter(|&c| all[r * WORDS + c / 64] & (1 << (c % 64)) != 0)
+            .collect()
+    };
+    if rank == 0 {
+        for (r, n) in threads.iter().enumerate() {
+            println!(
+                "mpi: rank {r}: {n} threads of the global backend pinned to CPUs {:?} (may run \
+                 on {:?})",
+                cpus_of(&pools, r),
+                cpus_of(&alloweds, r)
+            );
+        }
+    }
+    let cores: Vec<usize> = (0..64 * WORDS)
+        .filter(|&c| (0..ranks).any(|r| alloweds[r * WORDS + c / 64] & (1 << (c % 64)) != 0))
+        .collect();
+    if ranks > cores.len() || allowed.is_empty() {
+        return;
+    }
+    for r in 0..ranks {
+        assert!(
+            !cpus_of(&pools, r).is_empty(),
+            "rank {r}'s pool is not pinned"
+        );
+        for q in 0..r {
+            let shared: Vec<usize> = cpus_of(&pools, r)
+                .into_iter()
+                .filter(|c| cpus_of(&pools, q).contains(c))
+                .collect();
+            assert!(
+                shared.is_empty(),
+                "ranks {q} and {r} both pin workers to CPUs {shared:?}"
+            );
+        }
+    }
+    if std::env::var_os(stencil_cpu::THREADS_ENV).is_none() {
+        let total: u64 = threads.iter().sum();
+        assert!(
+            total as usize <= cores.len(),
+            "{ranks} ranks start {total} threads on {} cores",
+            cores.len()
+        );
+    }
+}
+
 /// Ranks with the same local shape share one tuning: the lowest of them tunes (or reads the
 /// cache) and the others receive its schedule; ranks of another shape tune for themselves.
 fn shared_tuning(world: &impl stencil::mpi::bindings::traits::Communicator) {
@@ -923,13 +993,14 @@ fn main() {
     assert_eq!(domain.ranks_on_node(), ranks);
     let machine = stencil_cpu::Machine::detect();
     assert_eq!(machine.llc_share(), machine.llc_bytes / ranks);
+    core_shares(&world);
     shared_tuning(&world);
     errors(&world);
     if rank == 0 {
         println!(
             "mpi: {ran} cases bit-identical to one process on {ranks} ranks ({refused} layouts \
              refused as they must be); macro kernel, overlap, parallel plane files, scatter \
-             errors, a stop on one rank, shared tuning and errors checked"
+             errors, a stop on one rank, core shares, shared tuning and errors checked"
         );
     }
 }

@@ -82,6 +82,14 @@
 //! on every rank after that round of callbacks (the decisions are combined, one all-reduce
 //! per round).
 //!
+//! # Cores
+//!
+//! [`DomainBuilder::build`] gives each rank its share of the machine's cores
+//! ([`stencil_cpu::set_core_share`]): the ranks on one machine (from the shared-memory
+//! communicator) that may run on the same cores split them into disjoint shares, so CPU
+//! pools built afterwards pin their workers apart and start the share's number of threads
+//! by default. A global CPU backend started before the domain keeps its threads and cores.
+//!
 //! # Errors and failures
 //!
 //! Calls that every rank makes with the same arguments (building a domain, allocating grids,
@@ -180,7 +188,15 @@ impl<const D: usize> DomainBuilder<D> {
 
     /// The domain over the ranks of `comm` (every rank of it calls this with the same
     /// arguments). Ranks keep their numbers in `comm`. Also declares to the CPU backend how
-    /// many ranks share this machine's last-level cache ([`Domain::ranks_on_node`]).
+    /// many ranks share this machine's last-level cache ([`Domain::ranks_on_node`]), and
+    /// this rank's share of the cores ([`stencil_cpu::set_core_share`]): the ranks on this
+    /// machine that may run on the same cores (all of them when the launcher does not bind
+    /// ranks to cores) split those cores into disjoint shares, and CPU pools built
+    /// afterwards (the global backend on its first use, [`stencil_cpu::CpuBackend::new`])
+    /// pin their workers within this rank's share and start as many threads as it holds
+    /// unless `STENCIL_THREADS` or an explicit count says otherwise. Build the domain before
+    /// anything runs on the global backend: a global backend started earlier keeps its
+    /// threads and cores (a `tracing` warning says so when ranks share cores).
     ///
     /// # Errors
     /// - [`ErrorKind::InvalidShape`]: a 0-D domain (it has no dimension to cut, whatever the
@@ -228,8 +244,20 @@ impl<const D: usize> DomainBuilder<D> {
         let rank = cart.rank() as usize;
         // Ranks on this machine share its last-level cache: the CPU backend sizes its blocks
         // and temporal blocking by this process's share.
-        let node_ranks = cart.split_shared(cart.rank()).size() as usize;
+        let node = cart.split_shared(cart.rank());
+        let node_ranks = node.size() as usize;
         stencil_cpu::set_cache_sharers(node_ranks);
+        // Ranks that may run on the same cores split them, so their pools' workers never
+        // stack on one core and each starts its share of threads by default.
+        let (index, count) = core_group(&node);
+        if !stencil_cpu::set_core_share(index, count) && count > 1 {
+            tracing::warn!(
+                "stencil::mpi: the global CPU backend started before the domain was built: it \
+                 keeps its {} threads on all of this rank's cores, which {count} ranks share \
+                 (build the domain first)",
+                stencil_cpu::CpuBackend::global().threads()
+            );
+        }
         Ok(Domain {
             comm: cart,
             layout: Layout {
@@ -1002,6 +1030,33 @@ impl<const D: usize> Domain<D> {
     pub fn duplicate_communicator(&self) -> SimpleCommunicator {
         self.comm.duplicate()
     }
+}
+
+/// This rank's place among the ranks of `node` (the ranks on one machine) that may run on
+/// the same cores, which they then split: its index among them and how many they are.
+/// Ranks that the launcher bound to distinct cores are alone in their group and keep their
+/// cores; ranks it did not bind (or bound to one socket together) split what they share.
+/// Collective over `node`.
+fn core_group(node: &SimpleCommunicator) -> (usize, usize) {
+    let cpus = stencil_cpu::allowed_cpus();
+    let mine = cpus.last().map_or(1, |&c| c / 64 + 1) as u64;
+    let mut words = 0u64;
+    node.all_reduce_into(&mine, &mut words, ::mpi::collective::SystemOperation::max());
+    let words = words as usize;
+    let mut mask = vec![0u64; words];
+    for c in cpus {
+        mask[c / 64] |= 1 << (c % 64);
+    }
+    let mut all = vec![0u64; words * node.size() as usize];
+    node.all_gather_into(&mask[..], &mut all[..]);
+    let same: Vec<usize> = (0..node.size() as usize)
+        .filter(|&r| all[r * words..(r + 1) * words] == mask[..])
+        .collect();
+    let index = same
+        .iter()
+        .position(|&r| r == node.rank() as usize)
+        .expect("this rank's own mask is among the gathered ones");
+    (index, same.len())
 }
 
 /// Calls `f(start, len)` for every row (run along the last dimension) of the box `lo..hi`,
