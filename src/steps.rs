@@ -124,6 +124,9 @@ pub trait Distribution<T: Element, const D: usize> {
     fn local_faces(&self, faces: &[[Boundary<T>; 2]; D]) -> [[Boundary<T>; 2]; D];
     /// The ghost depth on rank faces.
     fn ghost(&self) -> usize;
+    /// Whether `local` holds on any rank (collective: every rank calls it at the same point of
+    /// the loop): a callback's decision to stop, made on one rank's data, stops every rank.
+    fn any_rank(&self, local: bool) -> bool;
     /// Runs `choose` on one rank of every group of ranks with the same local `shape` and
     /// gives its result to the group.
     fn share_tuning(
@@ -353,7 +356,9 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     /// [`run`](Self::run) then also fails with [`ErrorKind::BadArgument`] when the domain's
     /// ghost depth is neither 0 nor at least the kernel's radius, and with the errors of
     /// [`Domain::exchange`](crate::mpi::Domain::exchange) for grids that are not the
-    /// domain's. A [`every`](Self::every) callback sees the local grids.
+    /// domain's. A [`every`](Self::every) callback sees the local grids, and the stop
+    /// decision is collective: when the callback returns [`ControlFlow::Break`] on any rank,
+    /// every rank stops after that round (so a callback may decide on its rank's data alone).
     #[cfg(feature = "mpi")]
     pub fn across(mut self, domain: &'g crate::mpi::Domain<D>) -> Self
     where
@@ -374,6 +379,13 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     /// ([`StepState`]); returning [`ControlFlow::Break`] stops the loop there. Steps between
     /// callbacks still run blocked. An `interval` of 0 makes [`run`](Self::run) fail with
     /// [`ErrorKind::BadArgument`].
+    ///
+    /// Across MPI ranks (`across`, feature `mpi`) every rank calls its callback after the
+    /// same steps, and the loop stops on every rank when the callback of any rank breaks: the
+    /// ranks combine their decisions after each round of callbacks (one all-reduce), so a
+    /// callback that decides on its rank's local data (a residual, a blow-up) never stops one
+    /// rank alone and leaves the others waiting in the next exchange. Every rank's
+    /// [`StepsReport`] then has the same `steps` and `stopped`.
     pub fn every(
         mut self,
         interval: usize,
@@ -499,6 +511,11 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                     params: &mut params,
                 };
                 stopped = (every.callback)(&mut state).is_break();
+                // Across ranks every rank stops when any does: a rank that stopped alone
+                // would leave the others waiting in the next exchange.
+                if let Some(across) = self.across {
+                    stopped = across.any_rank(stopped);
+                }
             }
         }
         Ok(StepsReport {
@@ -521,7 +538,8 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             (r, g) => Err(Error::new(
                 ErrorKind::BadArgument,
                 format!(
-                    "kernel `{}` reads {r} points away but the domain's ghost zones are {g}                      deep: use a ghost depth of 0 (an exchange every step) or at least {r}",
+                    "kernel `{}` reads {r} points away but the domain's ghost zones are {g} \
+                     deep: use a ghost depth of 0 (an exchange every step) or at least {r}",
                     kernel.name
                 ),
             )),

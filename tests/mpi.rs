@@ -10,9 +10,13 @@
 //! coefficient grid and corner reads, and one from `stencil!`), every boundary condition,
 //! periodic dimensions, odd shapes that no process grid divides, every process grid of the
 //! rank count, ghost depths of 0 (an exchange per step), the radius, and twice it (two steps
-//! per exchange), time loops and single sweeps. Rank 0 computes each case in one process on
-//! random data and compares the gathered grids, interior and halo, bit for bit. Cases that the
-//! layout cannot hold must fail with the documented error on every rank. With
+//! per exchange), time loops and single sweeps. Every rank computes each case in one process
+//! on random data (with the caller's values beyond `UserManaged` faces) and compares its own
+//! local grids with it bit for bit, as README states the result: the owned box and the halo
+//! beyond global faces after the call, every local point after an exchange; rank 0 also
+//! compares the gathered grids. Cases that the layout cannot hold must fail with the
+//! documented error on every rank. Then: scatter's errors on every rank, a callback that
+//! stops the loop on one rank, the ranks' pools on disjoint cores (printed). With
 //! `STENCIL_MPI_TEST_ABORT=1` the last rank fails alone and must abort the job.
 
 use stencil::mpi::{Decomposition, Domain};
@@ -71,6 +75,12 @@ fn kernel_text(dims: usize, r: usize) -> String {
 
 /// A value of global point `p` of field `seed`: random-looking, never zero.
 fn value<const D: usize>(seed: u64, p: [usize; D]) -> f64 {
+    value_at(seed, p.map(|c| c as isize))
+}
+
+/// [`value`] at any global position, halo included (`value_at(s, p)` is `value(s, p)` for
+/// a point of the interior).
+fn value_at<const D: usize>(seed: u64, p: [isize; D]) -> f64 {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     for &c in &p {
         x = (x ^ c as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -149,20 +159,138 @@ fn points<const D: usize>(grid: &Grid<f64, D>) -> impl Iterator<Item = [isize; D
     })
 }
 
-/// Whether `faces` has a `UserManaged` face, whose halo is the caller's (nothing fills it).
-fn user_managed<const D: usize>(faces: &[[Boundary<f64>; 2]; D]) -> bool {
-    faces.iter().flatten().any(|b| *b == Boundary::UserManaged)
-}
-
-/// Every point of `grid`, interior and halo, as bits (the halo's `UserManaged` faces are not
-/// compared: nothing writes them).
-fn bits<const D: usize>(grid: &Grid<f64, D>, faces: &[[Boundary<f64>; 2]; D]) -> Vec<u64> {
-    let n = grid.shape();
-    let user = user_managed(faces);
+/// Every point of `grid`, interior and halo, as bits.
+fn bits<const D: usize>(grid: &Grid<f64, D>) -> Vec<u64> {
     points(grid)
-        .filter(|p| !user || (0..D).all(|d| (0..n[d] as isize).contains(&p[d])))
         .map(|p| grid.get(p).unwrap().to_bits())
         .collect()
+}
+
+/// Gives every point of `grid` beyond a face of the global interior that does not wrap
+/// (global position `origin + p` outside `0..shape` along a dimension that is not
+/// `periodic`) the caller's value `value_at(seed, ..)` of its global position, as a caller
+/// does beyond `UserManaged` faces (the grid's fill overwrites the other faces' points).
+fn set_caller_values<const D: usize>(
+    grid: &mut Grid<f64, D>,
+    origin: [isize; D],
+    shape: [usize; D],
+    periodic: [bool; D],
+    seed: u64,
+) {
+    for p in points(grid).collect::<Vec<_>>() {
+        let g: [isize; D] = std::array::from_fn(|d| origin[d] + p[d]);
+        if (0..D).any(|d| !periodic[d] && !(0..shape[d] as isize).contains(&g[d])) {
+            grid.set(p, value_at(seed, g)).unwrap();
+        }
+    }
+}
+
+/// One process's grid for a case: halo `halo`, the case's faces, interior `value(seed, ..)`,
+/// the caller's values `value_at(seed + 10, ..)` beyond its faces, halo filled.
+fn one_grid<const D: usize>(case: &Case<D>, halo: usize, seed: u64) -> Grid<f64, D> {
+    let mut grid = Grid::<f64, D>::with_halo(case.shape, halo).unwrap();
+    set_faces(&mut grid, &case.faces);
+    set_caller_values(&mut grid, [0; D], case.shape, case.periodic(), seed + 10);
+    grid.fill_with(|p| value(seed, p));
+    grid
+}
+
+/// Where one process's grid (halo `halo`, the case's faces) gets each halo value from, as
+/// a grid of markers: a NaN whose payload is `1 +` the storage index of the position whose
+/// caller's value it holds, where that is a caller's value (beyond a `UserManaged` face,
+/// or at a corner that a copying face fills from beyond one); otherwise no marker.
+fn caller_sources<const D: usize>(case: &Case<D>, halo: usize) -> Grid<f64, D> {
+    let mut grid = Grid::<f64, D>::with_halo(case.shape, halo).unwrap();
+    set_faces(&mut grid, &case.faces);
+    for p in points(&grid).collect::<Vec<_>>() {
+        let marker = f64::from_bits(MARKER | (grid.geometry().index(&p) as u64 + 1));
+        grid.set(p, marker).unwrap();
+    }
+    grid.fill_with(|_| 0.0);
+    grid
+}
+
+/// The bits of a [`caller_sources`] marker (a NaN payload below 2^32).
+const MARKER: u64 = 0x7ff8_0000_0000_0000;
+
+/// One process's run of a case, which each rank's local grids are compared with.
+struct OneProcess<'a, const D: usize> {
+    /// One process's grid (a halo wide enough for every local point's global position).
+    grid: &'a Grid<f64, D>,
+    /// [`caller_sources`] of grids of that halo.
+    sources: &'a Grid<f64, D>,
+    /// The caller's values beyond the faces are `value_at(caller, ..)`, on every rank and in
+    /// one process alike.
+    caller: u64,
+}
+
+/// Checks the points of this rank's `local` grid that a sweep or time loop across ranks
+/// leaves as one process does, bit for bit against one process's grid at the same global
+/// positions: the owned box, and the halo beyond the faces of the global interior next to
+/// it (beyond a `UserManaged` face, what the caller put there). With `everywhere` (after an
+/// exchange), every local point: ghost zones and halos beyond rank faces too. A corner that
+/// one process fills by copying the caller's value of another position (a copying face
+/// meeting a `UserManaged` face) holds that copy or, where nothing writes it on this rank,
+/// the caller's value of its own position.
+fn check_local<const D: usize>(
+    domain: &Domain<D>,
+    local: &Grid<f64, D>,
+    one: &OneProcess<'_, D>,
+    everywhere: bool,
+    what: &str,
+) {
+    let (lo, hi) = domain.owned_local();
+    let origin = domain.local_origin();
+    // Along each dimension: in the owned range, or beyond a face without a rank behind it.
+    let exact = |p: &[isize; D]| {
+        (0..D).all(|d| {
+            (lo[d] as isize..hi[d] as isize).contains(&p[d])
+                || (p[d] < lo[d] as isize && !domain.is_rank_face(d, Side::Low))
+                || (p[d] >= hi[d] as isize && !domain.is_rank_face(d, Side::High))
+        })
+    };
+    // The documented exception: with no ghost zone, a `Reflect` face of a dimension cut over
+    // ranks mirrors a neighbour's points into the halo when this rank's part is no wider
+    // than the halo (the grids' own fill reads them beyond the rank face).
+    let shape = domain.shape();
+    let (own_lo, own_hi) = domain.owned();
+    let cut = domain.decomposition().dims();
+    let faces = one.grid.boundaries();
+    let mirrors_a_neighbour = |g: &[isize; D]| {
+        domain.ghost() == 0
+            && (0..D).any(|d| {
+                let n = shape[d] as isize;
+                let mirror = match (g[d], faces[d]) {
+                    (x, [Boundary::Reflect, _]) if x < 0 => -x,
+                    (x, [_, Boundary::Reflect]) if x >= n => 2 * (n - 1) - x,
+                    _ => return false,
+                };
+                cut[d] > 1 && !(own_lo[d] as isize..own_hi[d] as isize).contains(&mirror)
+            })
+    };
+    let mut checked = 0;
+    for p in points(local).filter(|p| everywhere || exact(p)) {
+        let g: [isize; D] = std::array::from_fn(|d| origin[d] + p[d]);
+        if !everywhere && mirrors_a_neighbour(&g) {
+            continue;
+        }
+        let want = one
+            .grid
+            .get(g)
+            .unwrap_or_else(|| panic!("{what}: global {g:?} is outside one process's grid"));
+        let got = local.get(p).unwrap();
+        let source = one.sources.get(g).unwrap().to_bits();
+        let own_index = one.sources.geometry().index(&g) as u64 + 1;
+        let copied_corner = source & !0xffff_ffff == MARKER && source != MARKER | own_index;
+        let own = value_at(one.caller, g);
+        assert!(
+            got.to_bits() == want.to_bits() || (copied_corner && got.to_bits() == own.to_bits()),
+            "{what}: rank {} local {p:?} (global {g:?}) holds {got}, one process {want}",
+            domain.rank()
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "{what}: no point checked");
 }
 
 /// Runs one case on every rank: a time loop and a single sweep across ranks, compared on
@@ -195,24 +323,53 @@ fn run_case<const D: usize>(
             return false;
         }
     };
-    let mut u = domain.grid::<f64>().unwrap();
-    set_faces(&mut u, &case.faces);
-    domain.fill_with(&mut u, |p| value(1, p)).unwrap();
-    let mut c = domain.grid::<f64>().unwrap();
-    set_faces(&mut c, &case.faces);
-    domain.fill_with(&mut c, |p| value(2, p)).unwrap();
-    let mut out = u.like();
-    out.fill_with(|_| f64::NAN);
+    let origin = domain.local_origin();
+    let periodic = case.periodic();
+    // Local grids as one process's: interior values of their global positions, and the
+    // caller's values beyond the faces (kept beyond `UserManaged` faces).
+    let local = |seed: u64| {
+        let mut grid = domain.grid::<f64>().unwrap();
+        set_faces(&mut grid, &case.faces);
+        set_caller_values(&mut grid, origin, case.shape, periodic, seed + 10);
+        domain.fill_with(&mut grid, |p| value(seed, p)).unwrap();
+        grid
+    };
+    let mut u = local(1);
+    let c = local(2);
+    let mut out = local(3);
+    // Poisoned (a grid's own `fill_with` would refill its halo as if rank faces were global).
+    domain.fill_with(&mut out, |_| f64::NAN).unwrap();
+    // One process, on grids whose halo holds every rank's local points (ghost zones and
+    // halo) at their global positions.
+    let halo = case.radius + case.ghost;
+    let mut gu = one_grid(case, halo, 1);
+    let gc = one_grid(case, halo, 2);
+    let mut gout = one_grid(case, halo, 3);
+    gout.fill_with(|_| f64::NAN);
+    let sources = caller_sources(case, halo);
+    fn one<'a, const D: usize>(
+        grid: &'a Grid<f64, D>,
+        sources: &'a Grid<f64, D>,
+        caller: u64,
+    ) -> OneProcess<'a, D> {
+        OneProcess {
+            grid,
+            sources,
+            caller,
+        }
+    }
+
     // The exchange's contract: every local point, ghost zones and halo included, holds what
     // one global grid with the same faces holds there after `update_halo`, whatever it held
-    // before (every point outside the owned box is poisoned first).
+    // before (every point outside the owned box is poisoned first, except the caller's
+    // points beyond `UserManaged` faces, which no exchange writes).
     {
         let (own_lo, own_hi) = domain.owned_local();
-        let origin = domain.local_origin();
-        // Points beyond a `UserManaged` face of the global interior are the caller's.
         let callers = |p: &[isize; D]| {
-            user_managed(&case.faces)
-                && (0..D).any(|d| !(0..case.shape[d] as isize).contains(&(origin[d] + p[d])))
+            (0..D).any(|d| {
+                let g = origin[d] + p[d];
+                !periodic[d] && !(0..case.shape[d] as isize).contains(&g)
+            }) && (0..D).any(|d| case.faces[d].contains(&Boundary::UserManaged))
         };
         for p in points(&u).collect::<Vec<_>>() {
             let owned = (0..D).all(|d| (own_lo[d] as isize..own_hi[d] as isize).contains(&p[d]));
@@ -221,25 +378,19 @@ fn run_case<const D: usize>(
             }
         }
         domain.exchange(&mut u).unwrap();
-        let mut global = Grid::<f64, D>::with_halo(case.shape, case.radius + case.ghost).unwrap();
-        global.fill_with(|p| value(1, p));
-        set_faces(&mut global, &case.faces);
-        global.update_halo();
-        for p in points(&u).filter(|p| !callers(p)) {
-            let g: [isize; D] = std::array::from_fn(|d| origin[d] + p[d]);
-            if let Some(want) = global.get(g) {
-                let got = u.get(p).unwrap();
-                assert!(
-                    got.to_bits() == want.to_bits(),
-                    "exchange: local {p:?} (global {g:?}) holds {got}, one grid {want}: {}",
-                    case.describe()
-                );
-            }
-        }
+        check_local(
+            &domain,
+            &u,
+            &one(&gu, &sources, 11),
+            true,
+            &format!("exchange: {}", case.describe()),
+        );
     }
 
-    // A single sweep across ranks: exchange, then run on the local grid.
-    let mut swept = u.like();
+    // A single sweep across ranks: exchange, then run on the local grid. The owned box and
+    // the halo beyond global faces are one process's; rank faces' halos are not (the grid's
+    // own fill treats them as global faces).
+    let mut swept = out.like();
     domain.exchange(&mut u).unwrap();
     Launch::new(&stencil)
         .input("u", &u)
@@ -248,7 +399,21 @@ fn run_case<const D: usize>(
         .param("a", 0.3)
         .run()
         .unwrap();
-    let swept = domain.gather(&swept).unwrap();
+    let mut gswept = gout.like();
+    Launch::new(&stencil)
+        .input("u", &gu)
+        .input("c", &gc)
+        .output("out", &mut gswept)
+        .param("a", 0.3)
+        .run()
+        .unwrap();
+    check_local(
+        &domain,
+        &swept,
+        &one(&gswept, &sources, 13),
+        false,
+        &format!("sweep across ranks: {}", case.describe()),
+    );
 
     let report = Steps::new(&stencil)
         .rotate(&["out", "u"])
@@ -261,61 +426,52 @@ fn run_case<const D: usize>(
         .run(case.steps)
         .unwrap();
     assert_eq!(report.steps, case.steps);
-    let got_u = domain.gather(&u).unwrap();
-    let got_out = domain.gather(&out).unwrap();
-    if domain.rank() == 0 {
-        let mut gu = Grid::<f64, D>::with_halo(case.shape, case.radius).unwrap();
-        gu.fill_with(|p| value(1, p));
-        set_faces(&mut gu, &case.faces);
-        let mut gc = gu.like();
-        gc.fill_with(|p| value(2, p));
-        set_faces(&mut gc, &case.faces);
-        gc.update_halo();
-        let mut gout = gu.like();
-        Launch::new(&stencil)
-            .input("u", &gu)
-            .input("c", &gc)
-            .output("out", &mut gout)
-            .param("a", 0.3)
-            .run()
-            .unwrap();
-        let swept = swept.unwrap();
-        assert!(
-            swept
-                .to_vec()
+    Steps::new(&stencil)
+        .rotate(&["out", "u"])
+        .grid("u", &mut gu)
+        .grid("out", &mut gout)
+        .input("c", &gc)
+        .param("a", 0.3)
+        .without_tuning_cache()
+        .run(case.steps)
+        .unwrap();
+    // What README promises: each rank's local grids, interior and halo, are one process's
+    // where the loop leaves them final (owned box, halo beyond global faces, the caller's
+    // points beyond `UserManaged` faces), and everywhere once exchanged.
+    // After an odd number of steps `u` holds the storage `out` started with, and with it
+    // the caller's values.
+    let (u_caller, out_caller) = if case.steps.is_multiple_of(2) {
+        (11, 13)
+    } else {
+        (13, 11)
+    };
+    for (name, local, one) in [
+        ("u", &mut u, one(&gu, &sources, u_caller)),
+        ("out", &mut out, one(&gout, &sources, out_caller)),
+    ] {
+        let what = format!("time loop across ranks, `{name}`: {}", case.describe());
+        check_local(&domain, local, &one, false, &what);
+        let whole = domain.gather(local).unwrap();
+        if let Some(whole) = whole {
+            // `gather` gives the whole grid, its halo filled (beyond `UserManaged` faces it
+            // holds no caller's values: it is not compared there).
+            let n = whole.shape();
+            let user_managed = case
+                .faces
                 .iter()
-                .map(|v| v.to_bits())
-                .collect::<Vec<_>>()
-                == gout
-                    .to_vec()
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .collect::<Vec<_>>(),
-            "sweep across ranks: {}",
-            case.describe()
-        );
-        Steps::new(&stencil)
-            .rotate(&["out", "u"])
-            .grid("u", &mut gu)
-            .grid("out", &mut gout)
-            .input("c", &gc)
-            .param("a", 0.3)
-            .without_tuning_cache()
-            .run(case.steps)
-            .unwrap();
-        let (got_u, got_out) = (got_u.unwrap(), got_out.unwrap());
-        assert!(
-            bits(&got_u, &case.faces) == bits(&gu, &case.faces),
-            "time loop across ranks, `u`: {}",
-            case.describe()
-        );
-        if case.steps >= 2 {
-            assert!(
-                bits(&got_out, &case.faces) == bits(&gout, &case.faces),
-                "time loop across ranks, `out`: {}",
-                case.describe()
-            );
+                .flatten()
+                .any(|b| *b == Boundary::UserManaged);
+            let interior = |p: &[isize; D]| (0..D).all(|d| (0..n[d] as isize).contains(&p[d]));
+            for p in points(&whole).filter(|p| !user_managed || interior(p)) {
+                let (got, want) = (whole.get(p).unwrap(), one.grid.get(p).unwrap());
+                assert!(
+                    got.to_bits() == want.to_bits(),
+                    "gathered at {p:?}: {got} against {want}: {what}"
+                );
+            }
         }
+        domain.exchange(local).unwrap();
+        check_local(&domain, local, &one, true, &format!("exchanged, {what}"));
     }
     true
 }
@@ -362,11 +518,7 @@ fn macro_kernel(world: &impl stencil::mpi::bindings::traits::Communicator, ghost
             .without_tuning_cache()
             .run(7)
             .unwrap();
-        let faces = *gu.boundaries();
-        assert!(
-            bits(&got, &faces) == bits(&gu, &faces),
-            "macro kernel, ghost {ghost}"
-        );
+        assert!(bits(&got) == bits(&gu), "macro kernel, ghost {ghost}");
     }
     // Planes written in parallel are the files one process writes for the same planes.
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
@@ -434,11 +586,7 @@ fn scatter_gather(world: &impl stencil::mpi::bindings::traits::Communicator) {
     );
     let back = domain.gather(&local).unwrap();
     if let Some(back) = back {
-        let faces = *global.boundaries();
-        assert!(
-            bits(&back, &faces) == bits(&global, &faces),
-            "scatter then gather"
-        );
+        assert!(bits(&back) == bits(&global), "scatter then gather");
     }
     // The scattered grid's halo is exchanged: every local point equals the global grid there.
     let origin = domain.local_origin();
@@ -448,6 +596,189 @@ fn scatter_gather(world: &impl stencil::mpi::bindings::traits::Communicator) {
             let got = local.get(p).unwrap();
             assert_eq!(got.to_bits(), want.to_bits(), "local {p:?} global {g:?}");
         }
+    }
+}
+
+/// `scatter` with arguments wrong on one rank fails on every rank (each would otherwise
+/// wait for a message that rank never sends), with the same kind of error.
+fn scatter_errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
+    let shape = [12, 9];
+    let domain = Domain::<2>::builder(shape).halo(1).build(world).unwrap();
+    let global = Grid2::<f64>::from_fn(shape, 1, |p| value(6, p)).unwrap();
+    let mut local = domain.grid::<f64>().unwrap();
+    let last = domain.ranks() - 1;
+    // Rank 0 gives no global grid.
+    let e = domain.scatter(None, &mut local).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
+    if domain.rank() != 0 {
+        assert!(e.to_string().contains("rank 0 gave no global grid"), "{e}");
+    }
+    // Rank 0 gives a global grid of another shape.
+    let wrong = Grid2::<f64>::new([12, 8]).unwrap();
+    let root = (domain.rank() == 0).then_some(&wrong);
+    let e = domain.scatter(root, &mut local).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch, "{e}");
+    // The last rank's local grid has another shape (on one rank, rank 0's own).
+    let mut other = Grid2::<f64>::new([3, 3]).unwrap();
+    let target = if domain.rank() == last {
+        &mut other
+    } else {
+        &mut local
+    };
+    let root = (domain.rank() == 0).then_some(&global);
+    let e = domain.scatter(root, target).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch, "{e}");
+    if domain.rank() != last {
+        assert!(e.to_string().contains(&format!("rank {last} ")), "{e}");
+    }
+    // And right afterwards a correct scatter works on every rank.
+    domain.scatter(root, &mut local).unwrap();
+    let origin = domain.local_origin();
+    let (lo, hi) = domain.owned_local();
+    for i in lo[0]..hi[0] {
+        for j in lo[1]..hi[1] {
+            let g = [origin[0] as usize + i, origin[1] as usize + j];
+            assert_eq!(local[[i, j]].to_bits(), value(6, g).to_bits());
+        }
+    }
+}
+
+/// A callback that stops the loop on one rank only (the last, on data only it sees) stops
+/// every rank after the same step: no rank is left waiting in the next exchange, and the
+/// field is one process's after that many steps.
+fn stop_on_one_rank(world: &impl stencil::mpi::bindings::traits::Communicator, ghost: usize) {
+    let shape = [24, 17];
+    let domain = Domain::<2>::builder(shape)
+        .halo(1)
+        .ghost(ghost)
+        .build(world)
+        .unwrap();
+    let stencil: Stencil<f64> = stencil::parse(&kernel_text(2, 1)).unwrap();
+    let fill = |grid: &mut Grid2<f64>, seed: u64| {
+        grid.set_boundary(Boundary::ZeroGradient);
+        domain.fill_with(grid, |p| value(seed, p)).unwrap();
+    };
+    let mut u = domain.grid::<f64>().unwrap();
+    fill(&mut u, 8);
+    let mut c = domain.grid::<f64>().unwrap();
+    fill(&mut c, 9);
+    let mut out = u.like();
+    let last = domain.ranks() - 1;
+    let rank = domain.rank();
+    let mut calls = Vec::new();
+    let report = Steps::new(&stencil)
+        .rotate(&["out", "u"])
+        .grid("u", &mut u)
+        .grid("out", &mut out)
+        .input("c", &c)
+        .param("a", 0.3)
+        .without_tuning_cache()
+        .across(&domain)
+        .every(3, |state| {
+            calls.push(state.step());
+            // Only the last rank decides, on its own grid's data.
+            if rank == last && state.step() >= 6 && state.grid("u").unwrap()[[0, 0]].is_finite() {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        })
+        .run(30)
+        .unwrap();
+    assert_eq!(calls, [3, 6], "rank {rank}, ghost {ghost}: callbacks");
+    assert!(report.stopped, "rank {rank}, ghost {ghost}: stopped");
+    assert_eq!(report.steps, 6, "rank {rank}, ghost {ghost}: steps");
+    let got = domain.gather(&u).unwrap();
+    if let Some(got) = got {
+        let mut gu = Grid2::<f64>::with_halo(shape, 1).unwrap();
+        gu.set_boundary(Boundary::ZeroGradient);
+        gu.fill_with(|p| value(8, p));
+        let mut gc = gu.like();
+        gc.fill_with(|p| value(9, p));
+        let mut gout = gu.like();
+        Steps::new(&stencil)
+            .rotate(&["out", "u"])
+            .grid("u", &mut gu)
+            .grid("out", &mut gout)
+            .input("c", &gc)
+            .param("a", 0.3)
+            .without_tuning_cache()
+            .run(6)
+            .unwrap();
+        assert!(
+            bits(&got) == bits(&gu),
+            "stopped after 6 steps, ghost {ghost}"
+        );
+    }
+}
+
+/// Ranks on this machine that may run on the same cores split them: the global backend's
+/// pools are pinned to disjoint cores (while there are as many cores as ranks), and start
+/// their share of threads. Prints each rank's cores.
+fn core_shares(world: &impl stencil::mpi::bindings::traits::Communicator) {
+    use stencil::mpi::bindings::traits::CommunicatorCollectives;
+    const WORDS: usize = 16;
+    let mask = |cpus: &[usize]| {
+        let mut m = [0u64; WORDS];
+        for &c in cpus.iter().filter(|&&c| c < 64 * WORDS) {
+            m[c / 64] |= 1 << (c % 64);
+        }
+        m
+    };
+    let backend = stencil_cpu::CpuBackend::global();
+    let allowed = stencil_cpu::allowed_cpus();
+    let ranks = world.size() as usize;
+    let rank = world.rank() as usize;
+    let mut pools = vec![0u64; WORDS * ranks];
+    world.all_gather_into(&mask(backend.cpus())[..], &mut pools[..]);
+    let mut alloweds = vec![0u64; WORDS * ranks];
+    world.all_gather_into(&mask(&allowed)[..], &mut alloweds[..]);
+    let mut threads = vec![0u64; ranks];
+    world.all_gather_into(&(backend.threads() as u64), &mut threads[..]);
+    let cpus_of = |all: &[u64], r: usize| -> Vec<usize> {
+        (0..64 * WORDS)
+            .filter(|&c| all[r * WORDS + c / 64] & (1 << (c % 64)) != 0)
+            .collect()
+    };
+    if rank == 0 {
+        for (r, n) in threads.iter().enumerate() {
+            println!(
+                "mpi: rank {r}: {n} threads of the global backend pinned to CPUs {:?} (may run \
+                 on {:?})",
+                cpus_of(&pools, r),
+                cpus_of(&alloweds, r)
+            );
+        }
+    }
+    let cores: Vec<usize> = (0..64 * WORDS)
+        .filter(|&c| (0..ranks).any(|r| alloweds[r * WORDS + c / 64] & (1 << (c % 64)) != 0))
+        .collect();
+    if ranks > cores.len() || allowed.is_empty() {
+        return;
+    }
+    for r in 0..ranks {
+        assert!(
+            !cpus_of(&pools, r).is_empty(),
+            "rank {r}'s pool is not pinned"
+        );
+        for q in 0..r {
+            let shared: Vec<usize> = cpus_of(&pools, r)
+                .into_iter()
+                .filter(|c| cpus_of(&pools, q).contains(c))
+                .collect();
+            assert!(
+                shared.is_empty(),
+                "ranks {q} and {r} both pin workers to CPUs {shared:?}"
+            );
+        }
+    }
+    if std::env::var_os(stencil_cpu::THREADS_ENV).is_none() {
+        let total: u64 = threads.iter().sum();
+        assert!(
+            total as usize <= cores.len(),
+            "{ranks} ranks start {total} threads on {} cores",
+            cores.len()
+        );
     }
 }
 
@@ -534,6 +865,13 @@ fn errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
         ErrorKind::BadArgument,
         "ghost 1 under radius 2: {e}"
     );
+    assert!(
+        e.to_string().contains(
+            "reads 2 points away but the domain's ghost zones are 1 deep: use a ghost depth \
+             of 0 (an exchange every step) or at least 2"
+        ),
+        "{e}"
+    );
     // Periodic faces on a dimension the domain does not wrap.
     u.set_boundary(Boundary::Periodic);
     assert_eq!(
@@ -551,6 +889,16 @@ fn errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
         .process_grid([ranks + 1, 1])
         .build(world);
     assert_eq!(e.err().map(|e| e.kind()), Some(ErrorKind::BadArgument));
+    // A 0-D domain has nothing to cut, whatever its ghost depth.
+    for ghost in [0, 2] {
+        let e = Domain::<0>::builder([])
+            .ghost(ghost)
+            .build(world)
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidShape, "0-D, ghost {ghost}: {e}");
+        assert!(e.to_string().contains("at least one dimension"), "{e}");
+    }
     // A halo wider than a rank's part.
     if ranks > 1 {
         let e = Domain::<1>::builder([3 * ranks]).halo(4).build(world);
@@ -637,17 +985,22 @@ fn main() {
     macro_kernel(&world, 0);
     macro_kernel(&world, 3);
     scatter_gather(&world);
+    scatter_errors(&world);
+    stop_on_one_rank(&world, 0);
+    stop_on_one_rank(&world, 2);
     // Every rank runs on this machine here: each gets its share of the last-level cache.
     let domain = Domain::<1>::builder([64]).build(&world).unwrap();
     assert_eq!(domain.ranks_on_node(), ranks);
     let machine = stencil_cpu::Machine::detect();
-    assert_eq!(machine.llc_share(), machine.llc_bytes / ranks);
+    assert_eq!(machine.llc_share(), machine.llc() / ranks);
+    core_shares(&world);
     shared_tuning(&world);
     errors(&world);
     if rank == 0 {
         println!(
             "mpi: {ran} cases bit-identical to one process on {ranks} ranks ({refused} layouts \
-             refused as they must be); macro kernel, overlap, parallel plane files, shared tuning and errors checked"
+             refused as they must be); macro kernel, overlap, parallel plane files, scatter \
+             errors, a stop on one rank, core shares, shared tuning and errors checked"
         );
     }
 }

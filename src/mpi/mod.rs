@@ -56,10 +56,13 @@
 //! zone and halo) holds, bit for bit, what one grid over the whole global interior with the
 //! same boundary conditions holds at that global position after `update_halo`: owned values
 //! of other ranks, and boundary values by the rule of
-//! [`fill_halo`](stencil_core::grid::fill_halo) (edges and corners included; `UserManaged`
-//! faces untouched). Sweeps and time loops across ranks therefore give the single-process
-//! result bit for bit, whatever the rank count, for every kernel whose single-process result
-//! does not depend on the schedule (see [`crate::steps`]: all but retimed kernels).
+//! [`fill_halo`](stencil_core::grid::fill_halo) (edges and corners included). Nothing writes
+//! beyond a `UserManaged` face: each rank keeps what its caller put there (as one grid
+//! does), and so does a corner whose value that rule copies from beyond such a face when
+//! the rank reaches it across a rank face (one grid holds the copy there). Sweeps and time
+//! loops across ranks therefore give the single-process result bit for bit in the owned
+//! boxes, whatever the rank count, for every kernel whose single-process result does not
+//! depend on the schedule (see [`crate::steps`]: all but retimed kernels).
 //!
 //! # Time loops
 //!
@@ -69,7 +72,23 @@
 //! by `r` points per step, never reaching the owned box), so one exchange serves several
 //! steps and the local time loop may block them in time. With a ghost depth of 0 every step
 //! exchanges, overlapped with the sweep of the owned box's inner part (the shell within `r`
-//! of a rank face is swept once the halo has arrived).
+//! of a rank face is swept once the halo has arrived). After the loop, the owned box and the
+//! halo beyond the global interior's faces next to it hold what one process's grids hold
+//! there, except beyond `UserManaged` faces (above) and, with a ghost depth of 0, beyond a
+//! `Reflect` face of a cut dimension where the rank's part is no wider than the halo (the
+//! mirror image lies on a neighbour); ghost zones and halos beyond rank faces are stale until
+//! the next exchange. A
+//! [`Steps::every`](crate::Steps::every) callback that stops the loop on one rank stops it
+//! on every rank after that round of callbacks (the decisions are combined, one all-reduce
+//! per round).
+//!
+//! # Cores
+//!
+//! [`DomainBuilder::build`] gives each rank its share of the machine's cores
+//! ([`stencil_cpu::set_core_share`]): the ranks on one machine (from the shared-memory
+//! communicator) that may run on the same cores split them into disjoint shares, so CPU
+//! pools built afterwards pin their workers apart and start the share's number of threads
+//! by default. A global CPU backend started before the domain keeps its threads and cores.
 //!
 //! # Errors and failures
 //!
@@ -169,17 +188,32 @@ impl<const D: usize> DomainBuilder<D> {
 
     /// The domain over the ranks of `comm` (every rank of it calls this with the same
     /// arguments). Ranks keep their numbers in `comm`. Also declares to the CPU backend how
-    /// many ranks share this machine's last-level cache ([`Domain::ranks_on_node`]).
+    /// many ranks share this machine's last-level cache ([`Domain::ranks_on_node`]), and
+    /// this rank's share of the cores ([`stencil_cpu::set_core_share`]): the ranks on this
+    /// machine that may run on the same cores (all of them when the launcher does not bind
+    /// ranks to cores) split those cores into disjoint shares, and CPU pools built
+    /// afterwards (the global backend on its first use, [`stencil_cpu::CpuBackend::new`])
+    /// pin their workers within this rank's share and start as many threads as it holds
+    /// unless `STENCIL_THREADS` or an explicit count says otherwise. Build the domain before
+    /// anything runs on the global backend: a global backend started earlier keeps its
+    /// threads and cores (a `tracing` warning says so when ranks share cores).
     ///
     /// # Errors
-    /// - [`ErrorKind::InvalidShape`]: an extent is 0; no process grid of `comm`'s size cuts
-    ///   the interior into parts of at least `max(halo, ghost)` points along every cut
-    ///   dimension (a halo or ghost zone wider than a rank's part would reach past its
-    ///   neighbour), or the given process grid does not.
-    /// - [`ErrorKind::BadArgument`]: a given process grid whose product is not `comm`'s size;
-    ///   a ghost depth on a 0-D domain.
+    /// - [`ErrorKind::InvalidShape`]: a 0-D domain (it has no dimension to cut, whatever the
+    ///   ghost depth); an extent is 0; no process grid of `comm`'s size cuts the interior
+    ///   into parts of at least `max(halo, ghost)` points along every cut dimension (a halo
+    ///   or ghost zone wider than a rank's part would reach past its neighbour), or the given
+    ///   process grid does not.
+    /// - [`ErrorKind::BadArgument`]: a given process grid whose product is not `comm`'s size.
     pub fn build(self, comm: &impl Communicator) -> Result<Domain<D>> {
-        if D == 0 || self.shape.contains(&0) {
+        if D == 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidShape,
+                "a distributed interior needs at least one dimension to cut over the ranks \
+                 (this one is 0-D)",
+            ));
+        }
+        if self.shape.contains(&0) {
             return Err(Error::new(
                 ErrorKind::InvalidShape,
                 format!("a distributed interior of shape {:?}", self.shape),
@@ -210,8 +244,20 @@ impl<const D: usize> DomainBuilder<D> {
         let rank = cart.rank() as usize;
         // Ranks on this machine share its last-level cache: the CPU backend sizes its blocks
         // and temporal blocking by this process's share.
-        let node_ranks = cart.split_shared(cart.rank()).size() as usize;
+        let node = cart.split_shared(cart.rank());
+        let node_ranks = node.size() as usize;
         stencil_cpu::set_cache_sharers(node_ranks);
+        // Ranks that may run on the same cores split them, so their pools' workers never
+        // stack on one core and each starts its share of threads by default.
+        let (index, count) = core_group(&node);
+        if !stencil_cpu::set_core_share(index, count) && count > 1 {
+            tracing::warn!(
+                "stencil::mpi: the global CPU backend started before the domain was built: it \
+                 keeps its {} threads on all of this rank's cores, which {count} ranks share \
+                 (build the domain first)",
+                stencil_cpu::CpuBackend::global().threads()
+            );
+        }
         Ok(Domain {
             comm: cart,
             layout: Layout {
@@ -422,8 +468,9 @@ impl<const D: usize> Domain<D> {
         })
     }
 
-    /// Sets every owned point of `grid` to `f` of its global coordinates, then
-    /// [`exchange`](Self::exchange)s.
+    /// Sets every owned point of `grid` to `f` of its global coordinates (in C order), then
+    /// [`exchange`](Self::exchange)s. Nothing else is written but what the exchange fills:
+    /// the caller's values beyond `UserManaged` faces stay.
     ///
     /// # Errors
     /// As [`exchange`](Self::exchange).
@@ -435,15 +482,18 @@ impl<const D: usize> Domain<D> {
         self.check_grid(grid)?;
         let (lo, hi) = self.owned_local();
         let origin = self.local_origin();
-        grid.fill_with(|p| {
-            let owned = (0..D).all(|d| (lo[d]..hi[d]).contains(&p[d]));
-            // Points outside the owned box are overwritten by the exchange.
-            if owned {
-                f(std::array::from_fn(|d| {
+        let geom = *grid.geometry();
+        // Only the owned box: the exchange fills the rest (a grid's own fill would write
+        // halo points beyond `UserManaged` faces, treating rank faces as global ones).
+        let data = grid.as_mut_slice();
+        for_each_row(lo, hi, |start, len| {
+            let at = geom.index(&start.map(|x| x as isize));
+            for (k, slot) in data[at..at + len].iter_mut().enumerate() {
+                let mut p = start;
+                p[D - 1] += k;
+                *slot = f(std::array::from_fn(|d| {
                     (origin[d] + p[d] as isize) as usize
-                }))
-            } else {
-                T::ZERO
+                }));
             }
         });
         self.exchange(grid)
@@ -717,7 +767,8 @@ impl<const D: usize> Domain<D> {
 
     /// Copies the owned box of every rank's `local` grid into one global grid on rank
     /// `root`: `Some(grid)` there (halo `local.halo()`, the local grid's boundary conditions,
-    /// halo filled), `None` elsewhere. Collective.
+    /// halo filled; zero beyond `UserManaged` faces, as the local grids' values there are
+    /// not gathered), `None` elsewhere. Collective.
     ///
     /// # Errors
     /// As [`exchange`](Self::exchange) for a grid that is not a local grid of the domain;
@@ -777,38 +828,53 @@ impl<const D: usize> Domain<D> {
     /// [`exchange`](Self::exchange)s. Collective.
     ///
     /// # Errors
-    /// [`ErrorKind::ShapeMismatch`] on rank 0 for a global grid of another shape than the
-    /// domain's (the other ranks then wait: check the shape before); as
-    /// [`exchange`](Self::exchange).
+    /// Every rank fails alike, so none is left waiting, when the arguments of any rank are
+    /// wrong (the rank at fault gets the error itself; the others get the same kind, naming
+    /// that rank):
+    /// - [`ErrorKind::BadArgument`]: rank 0 gives no global grid (`None`);
+    /// - [`ErrorKind::ShapeMismatch`]: the global grid's shape is not the domain's, or a local
+    ///   grid's is not its rank's [`local_shape`](Self::local_shape);
+    /// - [`ErrorKind::HaloTooNarrow`]: a local grid's halo is narrower than the domain's;
+    ///
+    /// then as [`exchange`](Self::exchange).
     pub fn scatter<T: MpiElement>(
         &self,
         global: Option<&Grid<T, D>>,
         local: &mut Grid<T, D>,
     ) -> Result<()> {
-        if local.shape() != self.local_shape() {
-            return self.check_grid(local);
+        // Every rank's checks, shared before anything else is sent: a rank that returned
+        // alone would leave the others waiting for its messages.
+        let mine = self.scatter_check(global, local);
+        let code = mine.as_ref().map_or(0u8, |e| match e.kind() {
+            ErrorKind::BadArgument => 1,
+            ErrorKind::ShapeMismatch => 2,
+            _ => 3,
+        });
+        let mut codes = vec![0u8; self.ranks()];
+        self.comm.all_gather_into(&code, &mut codes[..]);
+        if let Some(e) = mine {
+            return Err(e);
         }
+        if let Some((r, &c)) = codes.iter().enumerate().find(|(_, c)| **c != 0) {
+            let (kind, what) = match c {
+                1 => (ErrorKind::BadArgument, "gave no global grid"),
+                2 => (ErrorKind::ShapeMismatch, "gave a grid of the wrong shape"),
+                _ => (
+                    ErrorKind::HaloTooNarrow,
+                    "gave a local grid with too narrow a halo",
+                ),
+            };
+            return Err(Error::new(
+                kind,
+                format!("scatter: rank {r} {what}, so no rank scatters"),
+            ));
+        }
+        let global = if self.rank == 0 { global } else { None };
         let root = self.comm.process_at_rank(0);
         // The global faces: kinds and values, from rank 0.
         let mut kinds = [0u8; 64];
         let mut values = vec![T::ZERO; 2 * D];
-        if self.rank == 0 {
-            let Some(global) = global else {
-                return Err(Error::new(
-                    ErrorKind::BadArgument,
-                    "scatter: rank 0 must give the global grid",
-                ));
-            };
-            if global.shape() != self.shape() {
-                return Err(Error::new(
-                    ErrorKind::ShapeMismatch,
-                    format!(
-                        "scatter: the global grid has shape {:?}, the domain {:?}",
-                        global.shape(),
-                        self.shape()
-                    ),
-                ));
-            }
+        if let Some(global) = global {
             for (d, pair) in global.boundaries().iter().enumerate() {
                 for (s, b) in pair.iter().enumerate() {
                     kinds[2 * d + s] = FaceKind::of(b) as u8;
@@ -833,8 +899,7 @@ impl<const D: usize> Domain<D> {
             }
         }
         let (own_lo, own_hi) = self.owned_local();
-        if self.rank == 0 {
-            let global = global.expect("checked above");
+        if let Some(global) = global {
             for r in 0..self.ranks() {
                 let (lo, hi) = self.layout.decomp.owned(r);
                 let mut buf = Vec::new();
@@ -857,6 +922,56 @@ impl<const D: usize> Domain<D> {
             self.unpack_owned(local, own_lo, own_hi, &buf);
         }
         self.exchange(local)
+    }
+
+    /// What is wrong with this rank's arguments to [`scatter`](Self::scatter), if anything:
+    /// its local grid's shape and halo, and on rank 0 the global grid.
+    fn scatter_check<T: MpiElement>(
+        &self,
+        global: Option<&Grid<T, D>>,
+        local: &Grid<T, D>,
+    ) -> Option<Error> {
+        if self.rank == 0 {
+            let Some(global) = global else {
+                return Some(Error::new(
+                    ErrorKind::BadArgument,
+                    "scatter: rank 0 must give the global grid",
+                ));
+            };
+            if global.shape() != self.shape() {
+                return Some(Error::new(
+                    ErrorKind::ShapeMismatch,
+                    format!(
+                        "scatter: the global grid has shape {:?}, the domain {:?}",
+                        global.shape(),
+                        self.shape()
+                    ),
+                ));
+            }
+        }
+        if local.shape() != self.local_shape() {
+            return Some(Error::new(
+                ErrorKind::ShapeMismatch,
+                format!(
+                    "scatter: local grid of shape {:?} on rank {} whose local interior is {:?} \
+                     (allocate local grids with `Domain::grid`)",
+                    local.shape(),
+                    self.rank,
+                    self.local_shape()
+                ),
+            ));
+        }
+        if local.halo() < self.layout.halo {
+            return Some(Error::new(
+                ErrorKind::HaloTooNarrow,
+                format!(
+                    "scatter: local grid with a halo of {} on a domain whose halo is {}",
+                    local.halo(),
+                    self.layout.halo
+                ),
+            ));
+        }
+        None
     }
 
     /// The owned box of `grid`, row by row.
@@ -917,6 +1032,33 @@ impl<const D: usize> Domain<D> {
     }
 }
 
+/// This rank's place among the ranks of `node` (the ranks on one machine) that may run on
+/// the same cores, which they then split: its index among them and how many they are.
+/// Ranks that the launcher bound to distinct cores are alone in their group and keep their
+/// cores; ranks it did not bind (or bound to one socket together) split what they share.
+/// Collective over `node`.
+fn core_group(node: &SimpleCommunicator) -> (usize, usize) {
+    let cpus = stencil_cpu::allowed_cpus();
+    let mine = cpus.last().map_or(1, |&c| c / 64 + 1) as u64;
+    let mut words = 0u64;
+    node.all_reduce_into(&mine, &mut words, ::mpi::collective::SystemOperation::max());
+    let words = words as usize;
+    let mut mask = vec![0u64; words];
+    for c in cpus {
+        mask[c / 64] |= 1 << (c % 64);
+    }
+    let mut all = vec![0u64; words * node.size() as usize];
+    node.all_gather_into(&mask[..], &mut all[..]);
+    let same: Vec<usize> = (0..node.size() as usize)
+        .filter(|&r| all[r * words..(r + 1) * words] == mask[..])
+        .collect();
+    let index = same
+        .iter()
+        .position(|&r| r == node.rank() as usize)
+        .expect("this rank's own mask is among the gathered ones");
+    (index, same.len())
+}
+
 /// Calls `f(start, len)` for every row (run along the last dimension) of the box `lo..hi`,
 /// in C order.
 fn for_each_row<const D: usize>(
@@ -969,6 +1111,16 @@ impl<T: MpiElement, const D: usize> crate::steps::Distribution<T, D> for Domain<
 
     fn ghost(&self) -> usize {
         self.layout.ghost
+    }
+
+    fn any_rank(&self, local: bool) -> bool {
+        let mut any = 0u8;
+        self.comm.all_reduce_into(
+            &u8::from(local),
+            &mut any,
+            ::mpi::collective::SystemOperation::max(),
+        );
+        any != 0
     }
 
     fn share_tuning(

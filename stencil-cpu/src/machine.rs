@@ -103,6 +103,63 @@ impl Topology {
         }
         unreachable!("stencil-cpu: placement slot {slot} beyond {n_cpus} CPUs")
     }
+
+    /// The CPUs of this topology that are in `allowed` (the CPUs a process may run on),
+    /// node by node; the allowed CPUs that no node lists form one more node. Empty `allowed`
+    /// (nothing known) leaves the topology as it is.
+    pub fn restricted(&self, allowed: &[usize]) -> Topology {
+        if allowed.is_empty() {
+            return self.clone();
+        }
+        let mut nodes: Vec<Vec<usize>> = self
+            .nodes
+            .iter()
+            .map(|cpus| {
+                cpus.iter()
+                    .copied()
+                    .filter(|c| allowed.contains(c))
+                    .collect()
+            })
+            .collect();
+        let listed: Vec<usize> = nodes.iter().flatten().copied().collect();
+        nodes.push(
+            allowed
+                .iter()
+                .copied()
+                .filter(|c| !listed.contains(c))
+                .collect(),
+        );
+        Topology::new(nodes)
+    }
+
+    /// The `index`-th of `count` shares of the CPUs, for `count` processes that run on them
+    /// at once (MPI ranks on one machine): contiguous runs of the node-major CPU list, as
+    /// even as the count allows, so the shares of distinct processes are disjoint. Each share
+    /// holds at least one CPU, so shares overlap only when the processes outnumber the CPUs.
+    /// A `count` of 0 counts as 1; an `index` past the count wraps around.
+    pub fn share(&self, index: usize, count: usize) -> Topology {
+        let count = count.max(1);
+        let index = index % count;
+        let n_cpus = self.n_cpus();
+        let lo = index * n_cpus / count;
+        let hi = ((index + 1) * n_cpus / count).max(lo + 1);
+        let mut slot = 0;
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|cpus| {
+                let kept = cpus
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| (lo..hi).contains(&(slot + i)))
+                    .map(|(_, &c)| c)
+                    .collect();
+                slot += cpus.len();
+                kept
+            })
+            .collect();
+        Topology::new(nodes)
+    }
 }
 
 /// Parses a sysfs CPU list such as `0-3,8,10-11`.
@@ -479,6 +536,58 @@ mod tests {
         );
         assert_eq!(Machine::detect().reported_caches(), reported);
         assert_eq!(Machine::detect().caches(), reported, "all zeros undo it");
+    }
+
+    /// The CPUs of every share, node-major.
+    fn shares(t: &Topology, count: usize) -> Vec<Vec<usize>> {
+        (0..count)
+            .map(|i| {
+                let s = t.share(i, count);
+                (0..s.n_nodes()).flat_map(|n| s.cpus(n).to_vec()).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn processes_on_one_machine_get_disjoint_shares() {
+        let two = Topology::new(vec![vec![0, 1]]);
+        assert_eq!(shares(&two, 1), [vec![0, 1]]);
+        assert_eq!(shares(&two, 2), [vec![0], vec![1]]);
+        // More processes than CPUs: one CPU each, as evenly as they go.
+        assert_eq!(shares(&two, 4), [vec![0], vec![0], vec![1], vec![1]]);
+        let numa = Topology::new(vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+        assert_eq!(
+            shares(&numa, 4),
+            [vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]
+        );
+        assert_eq!(shares(&numa, 3), [vec![0, 1], vec![2, 3, 4], vec![5, 6, 7]]);
+        // A share keeps its nodes: the middle one spans both.
+        let middle = numa.share(1, 3);
+        assert_eq!((middle.cpus(0), middle.cpus(1)), (&[2, 3][..], &[4][..]));
+        // Workers of a share are placed within it, never on another process's CPUs.
+        let placed: Vec<usize> = (0..2).map(|w| numa.share(3, 4).placement(w, 2).1).collect();
+        assert_eq!(placed, [6, 7]);
+        assert_eq!(numa.share(5, 4), numa.share(1, 4));
+        assert_eq!(numa.share(0, 0), numa);
+    }
+
+    #[test]
+    fn a_topology_keeps_the_allowed_cpus() {
+        let numa = Topology::new(vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+        let bound = numa.restricted(&[2, 3, 6]);
+        assert_eq!(
+            (bound.n_nodes(), bound.cpus(0), bound.cpus(1)),
+            (2, &[2, 3][..], &[6][..])
+        );
+        assert_eq!(numa.restricted(&[]), numa);
+        // Allowed CPUs that no node lists (a topology read without sysfs) are kept.
+        let guessed = Topology::new(vec![vec![0, 1]]);
+        assert_eq!(guessed.restricted(&[4, 5]), Topology::new(vec![vec![4, 5]]));
+        // Shares of what a process may use: two ranks bound to the same node split it.
+        assert_eq!(
+            shares(&numa.restricted(&[4, 5, 6, 7]), 2),
+            [vec![4, 5], vec![6, 7]]
+        );
     }
 
     #[test]

@@ -3,22 +3,72 @@
 //! Each backend owns a rayon `ThreadPool` (never rayon's global pool, so a user's own rayon
 //! work does not compete with it for the same workers). Worker `i` is pinned to the `i`-th core
 //! the machine's NUMA topology places it on ([`Topology::placement`]: consecutive workers share
-//! a node, so the static partition's contiguous ranges are node-local), or to the `i`-th core
-//! the process may run on when that core is not available, when the pool has no more threads
-//! than there are such cores; pinning is best effort (a failure leaves the thread unpinned).
-//! All nodes' workers share one pool: jobs are statically partitioned by worker index
-//! (`partition`), so a per-node pool would add nothing but a second level of dispatch.
+//! a node, so the static partition's contiguous ranges are node-local), among the cores the
+//! process may run on, when the pool has no more threads than there are such cores; pinning
+//! is best effort (a failure leaves the thread unpinned). All nodes' workers share one pool:
+//! jobs are statically partitioned by worker index (`partition`), so a per-node pool would
+//! add nothing but a second level of dispatch.
 //!
-//! [`Topology::placement`]: crate::Topology::placement How a job is cut into tiles and spread
-//! over the pool lives in `backend`.
+//! Processes that run on the same cores at once (MPI ranks on one machine that the launcher
+//! did not bind apart) declare it with [`set_core_share`]: pools built afterwards take this
+//! process's share of the cores ([`Topology::share`]), so the ranks' workers never stack on
+//! one core, and by default as many threads as the share holds.
+//!
+//! [`Topology::placement`]: crate::Topology::placement
+//! [`Topology::share`]: crate::Topology::share
+//!
+//! How a job is cut into tiles and spread over the pool lives in `backend`.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use stencil_core::{Error, ErrorKind, Result};
 
 /// Environment variable read by [`CpuBackend::global`]: a positive thread count.
 pub const THREADS_ENV: &str = "STENCIL_THREADS";
+
+/// This process's share of the cores it may run on: `(index, count)` ([`set_core_share`]).
+static CORE_SHARE: Mutex<(usize, usize)> = Mutex::new((0, 1));
+
+/// The process-wide backend ([`CpuBackend::global`]).
+static GLOBAL: OnceLock<CpuBackend> = OnceLock::new();
+
+/// Declares that this process is the `index`-th of `count` processes on this machine that
+/// may run on the same cores and run stencils at the same time (MPI ranks that the launcher
+/// did not bind to distinct cores): every pool built afterwards ([`CpuBackend::new`], and
+/// [`CpuBackend::global`] on its first use) takes this process's share of those cores
+/// ([`Topology::share`](crate::Topology::share): disjoint from the other processes' shares
+/// while there are at least as many cores as processes). Its workers are pinned within the
+/// share when they fit in it (left unpinned when more threads are asked for), and a thread
+/// count of 0, the default, means the share's size: the cores over `count`, at least 1
+/// (`STENCIL_THREADS` and an explicit count still win). A `count` of 0 counts as 1 (the
+/// whole machine, the default). `stencil::mpi::Domain::build` calls it.
+///
+/// Returns `false` when the global backend had already started, which this cannot change:
+/// it keeps the threads it started with and the cores they were pinned to (declare the
+/// share, or build the domain, before anything runs on the global backend).
+pub fn set_core_share(index: usize, count: usize) -> bool {
+    let count = count.max(1);
+    *CORE_SHARE.lock().unwrap_or_else(|e| e.into_inner()) = (index % count, count);
+    GLOBAL.get().is_none()
+}
+
+/// This process's share of the cores, as [`set_core_share`] last set it: `(index, count)`.
+pub fn core_share() -> (usize, usize) {
+    *CORE_SHARE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The CPUs this process may run on (its affinity mask), ascending; empty when the
+/// operating system does not say.
+pub fn allowed_cpus() -> Vec<usize> {
+    let mut cpus: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    cpus.sort_unstable();
+    cpus
+}
 
 /// The CPU backend: runs jobs tile by tile on its own pinned thread pool.
 ///
@@ -29,35 +79,48 @@ pub struct CpuBackend {
     pool: ThreadPool,
     threads: usize,
     pinned: bool,
+    /// Per worker, the CPU it was asked to pin itself to (empty when unpinned).
+    cpus: Vec<usize>,
     fingerprint: String,
 }
 
 impl CpuBackend {
-    /// A backend with a pool of `threads` worker threads (0: one per core the process may use).
+    /// A backend with a pool of `threads` worker threads (0: one per core of this process's
+    /// share of the cores it may use, see [`set_core_share`]; all of them by default).
     ///
-    /// Threads are pinned to distinct cores when `threads` does not exceed the number of cores;
-    /// a failure to pin is not an error.
+    /// Threads are pinned to distinct cores of the share when `threads` does not exceed the
+    /// share's cores ([`cpus`](Self::cpus) says which); a failure to pin is not an error.
     ///
     /// # Errors
     /// [`ErrorKind::Backend`] if the operating system refuses to start the threads.
     pub fn new(threads: usize) -> Result<Self> {
-        let threads = if threads == 0 { all_cores() } else { threads };
-        let cores = core_affinity::get_core_ids().unwrap_or_default();
-        let pinned = !cores.is_empty() && threads <= cores.len();
+        let allowed = allowed_cpus();
+        let (index, count) = core_share();
+        let share = crate::machine::Machine::detect()
+            .topology
+            .restricted(&allowed)
+            .share(index, count);
+        let threads = if threads == 0 {
+            default_threads(all_cores(), count, share.n_cpus())
+        } else {
+            threads
+        };
+        let pinned = !allowed.is_empty() && threads <= share.n_cpus();
+        let cpus: Vec<usize> = if pinned {
+            (0..threads)
+                .map(|w| share.placement(w, threads).1)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut builder = ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("stencil-cpu-{i}"));
         if pinned {
-            let topology = crate::machine::Machine::detect().topology.clone();
+            let cpus = cpus.clone();
             builder = builder.start_handler(move |i| {
-                let (_, cpu) = topology.placement(i, threads);
-                let core = cores
-                    .iter()
-                    .find(|c| c.id == cpu)
-                    .copied()
-                    .unwrap_or(cores[i]);
                 // Best effort: an unpinned worker is slower at worst, never wrong.
-                let _ = core_affinity::set_for_current(core);
+                let _ = core_affinity::set_for_current(core_affinity::CoreId { id: cpus[i] });
             });
         }
         let pool = builder.build().map_err(|e| {
@@ -70,17 +133,18 @@ impl CpuBackend {
             pool,
             threads,
             pinned,
+            cpus,
             fingerprint: crate::machine::cpu_fingerprint(),
         })
     }
 
-    /// The process-wide backend, built on first use with one thread per core, or with
+    /// The process-wide backend, built on first use with one thread per core of this
+    /// process's share of the cores ([`set_core_share`]; all of them by default), or with
     /// `STENCIL_THREADS` threads when that environment variable holds a positive integer.
     ///
     /// # Panics
     /// If the operating system refuses to start the pool's threads on first use.
     pub fn global() -> &'static CpuBackend {
-        static GLOBAL: OnceLock<CpuBackend> = OnceLock::new();
         GLOBAL.get_or_init(|| {
             let requested = threads_from_env(std::env::var(THREADS_ENV).ok().as_deref());
             CpuBackend::new(requested)
@@ -97,6 +161,12 @@ impl CpuBackend {
     /// failed to pin runs unpinned).
     pub fn pinned(&self) -> bool {
         self.pinned
+    }
+
+    /// The CPU each worker was asked to pin itself to (worker `i` to `cpus()[i]`, best
+    /// effort); empty when the pool is not pinned.
+    pub fn cpus(&self) -> &[usize] {
+        &self.cpus
     }
 
     /// Copies `src` into `dst` (equal lengths) on every worker of the pool, each copying one
@@ -147,6 +217,13 @@ fn all_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The default thread count of a pool: this process's part of the `all` cores it may use
+/// when `count` processes share them, at least 1 and at most the `share` cores it is pinned
+/// within.
+fn default_threads(all: usize, count: usize, share: usize) -> usize {
+    (all / count.max(1)).max(1).min(share.max(1))
+}
+
 /// The thread count an environment value asks for: a positive integer, else 0 ("all cores").
 fn threads_from_env(value: Option<&str>) -> usize {
     value
@@ -170,12 +247,32 @@ mod tests {
     }
 
     #[test]
+    fn processes_sharing_the_cores_default_to_their_share() {
+        assert_eq!(default_threads(16, 1, 16), 16);
+        assert_eq!(default_threads(16, 4, 4), 4);
+        assert_eq!(default_threads(2, 2, 1), 1);
+        // More processes than cores: one thread each.
+        assert_eq!(default_threads(2, 4, 1), 1);
+        assert_eq!(default_threads(16, 3, 5), 5);
+        assert_eq!(default_threads(16, 3, 6), 5);
+        assert_eq!(default_threads(8, 0, 8), 8);
+    }
+
+    #[test]
     fn pools_have_the_requested_size() {
         let one = CpuBackend::new(1).unwrap();
         assert_eq!(one.threads(), 1);
         assert_eq!(one.pool().current_num_threads(), 1);
         let all = CpuBackend::new(0).unwrap();
         assert_eq!(all.threads(), all_cores());
+        if all.pinned() {
+            // One process (no share declared): one worker per core it may use.
+            let mut cpus = all.cpus().to_vec();
+            cpus.sort_unstable();
+            cpus.dedup();
+            assert_eq!(cpus.len(), all.threads());
+            assert!(cpus.iter().all(|c| allowed_cpus().contains(c)));
+        }
         // More threads than cores: allowed, left unpinned.
         let many = CpuBackend::new(all_cores() + 3).unwrap();
         assert_eq!(many.pool().current_num_threads(), all_cores() + 3);
