@@ -14,6 +14,7 @@ use proc_macro2::Ident;
 use stencil_core::{BinaryOp, UnaryOp};
 use syn::ext::IdentExt;
 
+use super::Origin;
 use super::finite_difference::{ORDERS, Operator};
 use crate::diagnostic::{Diagnostics, SpanRange};
 use crate::model::{self, Expr, ExprKind};
@@ -37,17 +38,30 @@ pub struct Helper {
     pub broken: bool,
 }
 
-/// The helpers of one `stencil!` block, by name.
+/// The helpers of one `stencil!` block (or kernel text), by name.
 #[derive(Default)]
 pub struct Helpers {
     list: Vec<Helper>,
     by_name: HashMap<String, usize>,
+    origin: Origin,
 }
 
 impl Helpers {
     /// The helper called `name`.
     pub fn get(&self, name: &str) -> Option<&Helper> {
         self.by_name.get(name).map(|&h| &self.list[h])
+    }
+
+    /// Where the helpers (and the kernels calling them) are written.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// The helpers' names, sorted.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
     }
 }
 
@@ -121,9 +135,12 @@ struct Walk {
     broken: bool,
 }
 
-/// Checks every helper of a block, reporting each mistake once.
-pub fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers {
-    let mut helpers = Helpers::default();
+/// Checks every helper of a block (written where `origin` says), reporting each mistake once.
+pub fn check(list: Vec<model::Helper>, origin: Origin, diagnostics: &mut Diagnostics) -> Helpers {
+    let mut helpers = Helpers {
+        origin,
+        ..Helpers::default()
+    };
     let mut arities = HashMap::new();
     for helper in &list {
         let name = helper.name.unraw().to_string();
@@ -144,7 +161,7 @@ pub fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers
     }
     let walks: Vec<Walk> = list
         .iter()
-        .map(|helper| walk_helper(helper, &arities, diagnostics))
+        .map(|helper| walk_helper(helper, &arities, origin, diagnostics))
         .collect();
     for (index, helper) in list.iter().enumerate() {
         let name = helper.name.unraw().to_string();
@@ -181,6 +198,7 @@ pub fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers
 fn walk_helper(
     helper: &model::Helper,
     arities: &HashMap<String, usize>,
+    origin: Origin,
     diagnostics: &mut Diagnostics,
 ) -> Walk {
     let mut walker = Walker {
@@ -192,6 +210,7 @@ fn walk_helper(
             .collect(),
         lets: Vec::new(),
         arities,
+        origin,
         walk: Walk::default(),
         diagnostics,
     };
@@ -222,6 +241,7 @@ struct Walker<'a> {
     params: Vec<String>,
     lets: Vec<String>,
     arities: &'a HashMap<String, usize>,
+    origin: Origin,
     walk: Walk,
     diagnostics: &'a mut Diagnostics,
 }
@@ -336,10 +356,9 @@ impl Walker<'_> {
             return;
         }
         let Some((low, high)) = built_in_arity(&name) else {
-            let message = format!(
-                "unknown function `{name}`: the kernel language has {}, and the helpers defined in this `stencil!` block",
-                super::expr::function_list()
-            );
+            let mut helpers: Vec<&str> = self.arities.keys().map(String::as_str).collect();
+            helpers.sort_unstable();
+            let message = super::expr::unknown_function(&name, &helpers, self.origin);
             self.error(SpanRange::of(func), message);
             return;
         };

@@ -57,6 +57,9 @@ impl Context<'_> {
             return CheckedExprKind::Invalid;
         }
         let caller_scope = std::mem::replace(&mut self.scope, scope);
+        if self.inlining.is_empty() {
+            self.outermost_call = Some(range);
+        }
         self.inlining.push(name.to_string());
         for (let_name, value) in &helper.model.lets {
             let value = self.check_expr(value);
@@ -191,7 +194,10 @@ impl Context<'_> {
             .map(|(o, s)| o.saturating_add(s))
             .collect();
         let limit = i64::from(MAX_RADIUS);
-        if total.iter().all(|o| o.abs() <= limit) {
+        if total
+            .iter()
+            .all(|o| o.unsigned_abs() <= limit.unsigned_abs())
+        {
             return Some(total);
         }
         let names = self
