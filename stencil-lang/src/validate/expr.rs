@@ -60,6 +60,11 @@ impl Context<'_> {
         }
     }
 
+    /// How many more operations the kernel may expand to.
+    pub(super) fn budget(&self) -> usize {
+        if self.exhausted { 0 } else { self.budget }
+    }
+
     /// Takes `operations` from the expansion budget ([`MAX_EXPANDED_OPERATIONS`]); `false`
     /// once it has run out, after reporting that once, at the outermost helper call being
     /// inlined (else at `at`).

@@ -36,6 +36,9 @@ pub struct Helper {
     pub kinds: Vec<ParamKind>,
     /// Whether it has an error already reported (calls to it are then placeholders).
     pub broken: bool,
+    /// About how many operations one call expands to, the helpers it calls inlined in turn
+    /// (saturating), so a call past the expansion limit is refused before it is inlined.
+    pub expanded: usize,
 }
 
 /// The helpers of one `stencil!` block (or kernel text), by name.
@@ -182,14 +185,17 @@ pub fn check(list: Vec<model::Helper>, origin: Origin, diagnostics: &mut Diagnos
             broken[index] = true;
         }
     }
+    let expanded = expanded_sizes(&list, &walks, &helpers.by_name);
     helpers.list = list
         .into_iter()
         .zip(kinds)
         .zip(broken)
-        .map(|((model, kinds), broken)| Helper {
+        .zip(expanded)
+        .map(|(((model, kinds), broken), expanded)| Helper {
             model,
             kinds,
             broken,
+            expanded,
         })
         .collect();
     helpers
@@ -401,6 +407,83 @@ pub(crate) fn grid_expected(callee: &str, position: usize) -> String {
         "`{callee}` takes a grid as argument {}: pass a grid's name, as in `u`, or a shifted grid, as in `u[i + 1, j]`",
         position + 1
     )
+}
+
+/// Operations an expanded finite-difference operator counts at most (4 dimensions, order 8).
+pub(crate) const OPERATOR_SIZE: usize = 6 * 4 * 5 + 6;
+
+/// How many operations one call of each helper expands to: its own expressions, plus the
+/// expansion of every helper and operator it calls (saturating; a helper in a cycle counts
+/// the others of the cycle as nothing, it is reported and never inlined).
+fn expanded_sizes(
+    list: &[model::Helper],
+    walks: &[Walk],
+    by_name: &HashMap<String, usize>,
+) -> Vec<usize> {
+    fn own(expr: &Expr) -> usize {
+        // Without recursion: a body may nest as deep as its text is long.
+        let mut count = 0usize;
+        let mut pending = vec![expr];
+        while let Some(expr) = pending.pop() {
+            count = count.saturating_add(1);
+            match &expr.kind {
+                ExprKind::Neg(arg) | ExprKind::Not(arg) => pending.push(arg),
+                ExprKind::Binary { lhs, rhs, .. } => pending.extend([&**lhs, &**rhs]),
+                ExprKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => pending.extend([&**cond, &**then, &**otherwise]),
+                ExprKind::Call { func, args } => {
+                    if Operator::from_name(&func.unraw().to_string()).is_some() {
+                        count = count.saturating_add(OPERATOR_SIZE);
+                    }
+                    pending.extend(args);
+                }
+                ExprKind::Number(_)
+                | ExprKind::Name(_)
+                | ExprKind::Access { .. }
+                | ExprKind::Invalid => {}
+            }
+        }
+        count
+    }
+    let own_sizes: Vec<usize> = list
+        .iter()
+        .map(|h| {
+            h.lets
+                .iter()
+                .map(|(_, value)| own(value))
+                .fold(own(&h.value), usize::saturating_add)
+        })
+        .collect();
+    // Depth-first, callees before callers, without recursion; `None` while being computed.
+    let mut sizes: Vec<Option<usize>> = vec![None; list.len()];
+    let mut started = vec![false; list.len()];
+    for root in 0..list.len() {
+        let mut stack = vec![root];
+        while let Some(&h) = stack.last() {
+            if sizes[h].is_some() {
+                stack.pop();
+                continue;
+            }
+            let callees = walks[h]
+                .calls
+                .iter()
+                .filter_map(|c| by_name.get(&c.callee).copied());
+            if !started[h] {
+                started[h] = true;
+                stack.extend(callees.filter(|&c| !started[c]));
+                continue;
+            }
+            let total = callees.fold(own_sizes[h], |total, c| {
+                total.saturating_add(sizes[c].unwrap_or(0))
+            });
+            sizes[h] = Some(total);
+            stack.pop();
+        }
+    }
+    sizes.into_iter().map(|s| s.unwrap_or(0)).collect()
 }
 
 /// Reports each cycle of calls once, at the call that closes it.

@@ -31,6 +31,17 @@ impl Context<'_> {
             self.degraded = true;
             return CheckedExprKind::Invalid;
         }
+        // Refused before inlining when it cannot fit: inlining 2^40 operations one by one
+        // until the budget runs out would take as long as the limit is large.
+        if helper.expanded > self.budget() {
+            if self.inlining.is_empty() {
+                self.outermost_call = Some(range);
+            }
+            self.inlining.push(name.to_string());
+            self.spend(helper.expanded, range);
+            self.inlining.pop();
+            return CheckedExprKind::Invalid;
+        }
         let mut scope = std::collections::HashMap::new();
         let mut bound = true;
         for (position, ((param, kind), arg)) in helper

@@ -252,8 +252,10 @@ fn index_names_of_first_read(body: &[model::Stmt], n_dims: usize) -> Option<Vec<
 }
 
 /// `i, j, k, l` (or `x4`, ... beyond), as the builder names indices by default.
+/// At most [`MAX_DIMS`] names: a kernel with more dimensions is reported, and its indices
+/// are not checked.
 fn default_names(n_dims: usize) -> Vec<String> {
-    (0..n_dims)
+    (0..n_dims.min(MAX_DIMS))
         .map(|d| {
             ["i", "j", "k", "l"]
                 .get(d)
