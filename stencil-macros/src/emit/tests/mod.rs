@@ -559,3 +559,44 @@ fn a_stub_keeps_the_reduction_parameters() {
         assert!(text.contains(expected), "missing `{expected}` in {text}");
     }
 }
+
+/// Helpers each calling the one before twice: the macro refuses the kernel's call before
+/// inlining anything (inlining until the limit, through the compiler's token bridge, took
+/// minutes), with one error and the kernel's stub.
+#[test]
+fn an_exponential_helper_chain_is_one_error_without_inlining() {
+    let mut source = String::from("fn f0(u) { u[i] }\n");
+    for k in 1..=40 {
+        source.push_str(&format!("fn f{k}(u) {{ f{p}(u) + f{p}(u) }}\n", p = k - 1));
+    }
+    source.push_str("pub fn blowup(u: &Grid1<f64>, out: &mut Grid1<f64>) { out[i] = f40(u); }");
+    let start = std::time::Instant::now();
+    let out = expand(tokens(&source)).to_string();
+    let took = start.elapsed();
+    assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+    assert!(
+        out.contains("inlining `f40` expands the kernel past 100000 operations"),
+        "{out}"
+    );
+    assert!(out.contains("fn blowup"), "the stub: {out}");
+    assert!(
+        took < std::time::Duration::from_millis(500),
+        "took {took:?}"
+    );
+}
+
+/// Inside a function body, `super::` names the module around the function, not the body's
+/// scope where the kernel's function is: the generated module must reach nothing through it
+/// (`with` called `super::kernel(..)`: "cannot find function in module `super`").
+#[test]
+fn the_generated_module_names_nothing_through_super() {
+    for source in [
+        KERNELS[0],
+        "#[rotate(out -> u)] fn relax(u: &Grid1<f64>, out: &mut Grid1<f64>, c: f64) { out[i] = c * u[i]; }",
+        "fn dot(x: &Grid1<f64>, y: &Grid1<f64>, s: &mut Sum<f64>, c: f64) { s += c * x[i] * y[i]; }",
+    ] {
+        let out = expand(tokens(source)).to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(!out.contains("super ::"), "{out}");
+    }
+}
