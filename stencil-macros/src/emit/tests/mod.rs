@@ -521,7 +521,9 @@ fn reductions_are_passed_to_the_launch_and_folded_into_blocks() {
         "b . reduce (r0 ,",
         // Positional in `with`, not a field of `Params`.
         "fn with < 'g > (x : & 'g :: stencil :: __private :: Grid < f64 , 3 > , b : & 'g :: stencil :: __private :: Grid < f64 , 3 > , r : & 'g mut :: stencil :: __private :: Grid < f64 , 3 > , rr : & 'g mut :: stencil :: __private :: Sum < f64 > , __params : Params)",
-        "super :: residual (x , b , r , rr , __params . h2)",
+        // The launch built in the module (no `super::`, which a kernel in a function body
+        // could not reach through).
+        "Launch :: from_macro (self :: stencil () , :: std :: vec ! [x , b] , :: std :: vec ! [r] , :: std :: vec ! [__params . h2] ,) . with_reductions (:: std :: vec ! [rr as & mut dyn :: stencil :: __private :: ReductionTarget < f64 >])",
         "pub struct Params { # [doc = \" The `h2` parameter.\"] pub h2 : f64 , }",
         // Two output runs: the grid's, then the reduction's block values.
         "let [__out0 , __out1] = outs",
