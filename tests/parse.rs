@@ -95,3 +95,30 @@ fn a_kernel_read_from_a_file_runs_and_its_mistakes_carry_line_and_column() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The fuzz target's body (`fuzz/`), shared so the committed corpus replays here.
+#[path = "../fuzz/fuzz_targets/harness.rs"]
+mod harness;
+
+/// Every input of the committed fuzz corpus, the crashes fuzzing found among them, runs
+/// through the fuzz target's own body: parsed, and what parses run on the CPU backend against
+/// the interpreter, without a panic.
+#[test]
+fn the_fuzz_corpus_replays_through_the_fuzz_target() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/parse");
+    let mut inputs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    inputs.sort();
+    assert!(
+        inputs.len() > 10,
+        "the corpus is missing: {}",
+        dir.display()
+    );
+    for input in &inputs {
+        let data = std::fs::read(input).unwrap();
+        let outcome = std::panic::catch_unwind(|| harness::parse_and_run(&data));
+        assert!(outcome.is_ok(), "{} panicked", input.display());
+    }
+}

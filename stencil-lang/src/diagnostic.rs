@@ -5,6 +5,8 @@
 //! `Diagnostics` and keep going; the expansion fails once, at the end, with all of them.
 //! Assumes nothing about which stage produced a message.
 
+use std::collections::HashSet;
+
 use proc_macro2::{Punct, Spacing, Span, TokenStream, TokenTree};
 use quote::ToTokens;
 
@@ -75,6 +77,8 @@ impl Diagnostic {
 #[derive(Clone, Debug, Default)]
 pub struct Diagnostics {
     list: Vec<Diagnostic>,
+    /// Each error's place and message, to drop repeats without comparing with every error.
+    seen: HashSet<(String, String)>,
 }
 
 impl Diagnostics {
@@ -82,13 +86,8 @@ impl Diagnostics {
     /// helper inlined twice reports a mistake in its body once).
     pub fn error(&mut self, range: SpanRange, message: impl Into<String>) {
         let message = message.into();
-        let place = |r: &SpanRange| format!("{:?} {:?}", r.start, r.end);
-        let here = place(&range);
-        if self
-            .list
-            .iter()
-            .any(|d| d.message == message && place(&d.range) == here)
-        {
+        let place = format!("{:?} {:?}", range.start, range.end);
+        if !self.seen.insert((place, message.clone())) {
             return;
         }
         self.list.push(Diagnostic { range, message });

@@ -16,6 +16,7 @@ pub mod model;
 pub mod parse;
 #[cfg(test)]
 mod testing;
+pub mod text;
 pub mod validate;
 
 use std::fmt;
@@ -57,10 +58,11 @@ impl fmt::Display for SourceError {
     }
 }
 
-/// The kernels of a block's items, in order, and its helpers, modelled and checked once (their
-/// mistakes reported into `diagnostics`, whoever calls them).
+/// The kernels of a block's items (written where `origin` says), in order, and its helpers,
+/// modelled and checked once (their mistakes reported into `diagnostics`, whoever calls them).
 pub fn kernels_and_helpers(
     items: Vec<parse::Item>,
+    origin: validate::Origin,
     diagnostics: &mut Diagnostics,
 ) -> (Vec<parse::KernelItem>, validate::Helpers) {
     let mut kernels = Vec::new();
@@ -68,22 +70,35 @@ pub fn kernels_and_helpers(
     for item in items {
         match item {
             parse::Item::Kernel(kernel) => kernels.push(*kernel),
-            parse::Item::Helper(helper) => helpers.push(model::build_helper(helper, diagnostics)),
+            parse::Item::Helper(helper) => {
+                helpers.push(model::build_helper(helper, origin, diagnostics));
+            }
         }
     }
-    (kernels, validate::check_helpers(helpers, diagnostics))
+    (
+        kernels,
+        validate::check_helpers(helpers, origin, diagnostics),
+    )
 }
 
 /// Compiles kernel source text, as written inside `stencil! { ... }`, holding one kernel and
 /// any helpers, to verified IR; or every mistake, in source order of discovery.
 ///
+/// Runs on a thread of its own, so the source text proc-macro2 keeps per thread is freed when
+/// it returns ([`text`]).
+///
 /// # Errors
 /// Each mistake the macro would report as a compile error, with its line and column; also
-/// text that holds no kernel or more than one.
+/// text that holds no kernel or more than one, that does not split into tokens (an unclosed
+/// delimiter, an unterminated literal: what is missing and where it opened), or that holds
+/// more than [`text::MAX_TOKENS`] tokens.
 pub fn compile(source: &str) -> Result<Kernel, Vec<SourceError>> {
-    let tokens: TokenStream = source
-        .parse()
-        .map_err(|e: proc_macro2::LexError| vec![SourceError::at(e.span(), e.to_string())])?;
+    text::on_own_thread(|| compile_here(source))
+}
+
+/// [`compile`] on the calling thread.
+fn compile_here(source: &str) -> Result<Kernel, Vec<SourceError>> {
+    let tokens: TokenStream = text::lex(source).map_err(|e| vec![e])?;
     let items = parse::parse_items(tokens).map_err(|error| {
         error
             .into_iter()
@@ -91,7 +106,7 @@ pub fn compile(source: &str) -> Result<Kernel, Vec<SourceError>> {
             .collect::<Vec<_>>()
     })?;
     let mut diagnostics = Diagnostics::default();
-    let (kernels, helpers) = kernels_and_helpers(items, &mut diagnostics);
+    let (kernels, helpers) = kernels_and_helpers(items, validate::Origin::Text, &mut diagnostics);
     if kernels.len() != 1 {
         let at = kernels
             .get(1)
@@ -207,3 +222,6 @@ mod tests {
         assert!(compile("fn h(u) { u[i] }").is_err());
     }
 }
+
+#[cfg(test)]
+mod text_tests;

@@ -22,6 +22,13 @@ use crate::diagnostic::{Diagnostics, SpanRange};
 /// before; otherwise reports the verifier's errors and returns `None`.
 pub fn lower(checked: &CheckedKernel, diagnostics: &mut Diagnostics) -> Option<Kernel> {
     let earlier_errors = !diagnostics.is_empty() || checked.degraded;
+    if checked.n_dims > MAX_DIMS {
+        // Reported as the verifier would, without a builder, which holds a name per dimension
+        // (`Grid16397105843297379213<f64>` would not fit in memory).
+        let kind = VerifyErrorKind::BadDimensionCount(checked.n_dims);
+        diagnostics.error(checked.dims_range, kind.to_string());
+        return None;
+    }
     let mut lowering = Lowering {
         builder: KernelBuilder::new(&checked.name, checked.n_dims, checked.elem),
         fields: Vec::new(),

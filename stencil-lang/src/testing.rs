@@ -17,11 +17,15 @@ pub(crate) fn pipeline(source: &str) -> (Option<Kernel>, Vec<(String, String)>) 
     for item in parse_items(source.parse().unwrap()).unwrap() {
         match item {
             Item::Kernel(kernel) => kernels.push(*kernel),
-            Item::Helper(helper) => helpers.push(model::build_helper(helper, &mut diagnostics)),
+            Item::Helper(helper) => helpers.push(model::build_helper(
+                helper,
+                validate::Origin::Macro,
+                &mut diagnostics,
+            )),
         }
     }
     assert_eq!(kernels.len(), 1, "one kernel expected");
-    let helpers = validate::check_helpers(helpers, &mut diagnostics);
+    let helpers = validate::check_helpers(helpers, validate::Origin::Macro, &mut diagnostics);
     let model = model::build(kernels.remove(0), &mut diagnostics);
     let checked = validate::check(&model, &helpers, &mut diagnostics);
     let kernel = lower::lower(&checked, &mut diagnostics);

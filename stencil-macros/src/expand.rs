@@ -18,7 +18,8 @@ pub(crate) fn expand(input: TokenStream) -> TokenStream {
         Err(error) => return error.to_compile_error(),
     };
     let mut diagnostics = Diagnostics::default();
-    let (kernels, helpers) = stencil_lang::kernels_and_helpers(items, &mut diagnostics);
+    let (kernels, helpers) =
+        stencil_lang::kernels_and_helpers(items, validate::Origin::Macro, &mut diagnostics);
     let helpers_failed = !diagnostics.is_empty();
     let mut out = diagnostics.to_compile_errors();
     for kernel in kernels {

@@ -40,7 +40,7 @@ mod expand;
 ///   `N` from 1 to 4, `T` `f32` or `f64`; scalars of type `T`; reductions `&mut Sum<T>`,
 ///   `&mut Min<T>` and `&mut Max<T>`. One `T` and one `N` per kernel.
 /// - Statements: `let name = value;` and `out[i, j, k] = value;` (each output exactly once,
-///   at offset zero). The first store names the index variables (in a kernel without stores,
+///   at offset zero), each ending with `;`, the last one too. The first store names the index variables (in a kernel without stores,
 ///   the first read naming one per dimension, else `i, j, k, l`).
 /// - Reductions: `s += value;` for a `Sum`, `m = min(m, value);` for a `Min` and
 ///   `m = max(m, value);` for a `Max` (either argument order), each reduction exactly once; a
@@ -82,6 +82,8 @@ mod expand;
 /// - Indices in a body use the calling kernel's index variables.
 /// - Each call is inlined into the kernel's IR; helpers cannot be recursive, directly or
 ///   through other helpers. A helper cannot take a built-in function's name.
+/// - A kernel expands to at most 100,000 operations once its helpers are inlined (helpers
+///   that call others more than once grow exponentially); past that, an error at the call.
 ///
 /// # Finite differences
 ///
@@ -98,6 +100,9 @@ mod expand;
 ///
 /// Every mistake is a compile error pointing at the offending token. `stencil::parse` accepts
 /// the same language from text at run time (one kernel and its helpers), with the same messages.
+///
+/// The macro may be used at module level or inside a function body: the generated items
+/// refer to each other by paths that resolve in either.
 #[proc_macro]
 pub fn stencil(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     expand::expand(input.into()).into()

@@ -14,11 +14,19 @@ const STATEMENT_FORMS: &str = "a kernel statement is `let name = value;`, `out[i
      or a reduction's `s += value;` / `m = min(m, value);`";
 const LOOPS: &str = "loops are not supported: the body already runs once per grid point";
 
-/// The statements of a body; unsupported ones are reported and dropped.
+/// The statements of a body; unsupported ones are reported and dropped. Every statement ends
+/// with `;`, the last one too (a helper's value is the one expression without it): a store or
+/// reduction without its `;` is reported, and kept.
 pub(super) fn build_body(statements: &[syn::Stmt], diagnostics: &mut Diagnostics) -> Vec<Stmt> {
     statements
         .iter()
-        .filter_map(|s| build_stmt(s, diagnostics))
+        .filter_map(|s| {
+            let built = build_stmt(s, diagnostics);
+            if let (Some(_), syn::Stmt::Expr(expr, None)) = (&built, s) {
+                diagnostics.error_at(expr, "missing `;`: every kernel statement ends with `;`");
+            }
+            built
+        })
         .collect()
 }
 
@@ -244,9 +252,32 @@ fn integer_literal(expr: &syn::Expr) -> Option<i64> {
 }
 
 pub(super) fn build_expr(expr: &syn::Expr, diagnostics: &mut Diagnostics) -> Expr {
-    let range = SpanRange::of(expr);
     let kind = build_expr_kind(expr, diagnostics);
+    let range = range_of(expr, &kind);
     Expr { kind, range }
+}
+
+/// The range of `expr`, built as `kind`: from the ranges of its parts where it has them, so a
+/// long chain (`a + b + c + ...`) costs no more than its length ([`SpanRange::of`] walks every
+/// token of what it is given).
+fn range_of(expr: &syn::Expr, kind: &ExprKind) -> SpanRange {
+    match (expr, kind) {
+        (syn::Expr::Binary(_), ExprKind::Binary { lhs, rhs, .. }) => lhs.range.to(rhs.range),
+        (syn::Expr::Unary(unary), ExprKind::Neg(arg) | ExprKind::Not(arg)) => {
+            SpanRange::of(&unary.op).to(arg.range)
+        }
+        (syn::Expr::Paren(paren), _) => SpanRange {
+            start: paren.paren_token.span.open(),
+            end: paren.paren_token.span.close(),
+        },
+        (syn::Expr::Call(call), ExprKind::Call { func, .. }) => {
+            SpanRange::of(func).to(SpanRange::single(call.paren_token.span.close()))
+        }
+        (syn::Expr::If(e), ExprKind::If { otherwise, .. }) => {
+            SpanRange::of(&e.if_token).to(otherwise.range)
+        }
+        _ => SpanRange::of(expr),
+    }
 }
 
 fn boxed(expr: &syn::Expr, diagnostics: &mut Diagnostics) -> Box<Expr> {

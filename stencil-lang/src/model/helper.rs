@@ -11,6 +11,7 @@ use super::body::{build_expr, build_let};
 use super::{Expr, ExprKind, Stmt};
 use crate::diagnostic::{Diagnostics, SpanRange};
 use crate::parse::HelperItem;
+use crate::validate::Origin;
 
 const HELPER_BODY: &str =
     "a helper's body is `let`s followed by its value, as in `{ let a = u[i, j]; a * a }`";
@@ -27,8 +28,9 @@ pub struct Helper {
     pub value: Expr,
 }
 
-/// Builds the model of one helper, reporting what a helper cannot hold.
-pub fn build(item: HelperItem, diagnostics: &mut Diagnostics) -> Helper {
+/// Builds the model of one helper (written where `origin` says), reporting what a helper
+/// cannot hold.
+pub fn build(item: HelperItem, origin: Origin, diagnostics: &mut Diagnostics) -> Helper {
     for attr in &item.attrs {
         if !attr.path().is_ident("doc") {
             diagnostics.error_at(attr, "a helper takes no attributes (doc comments only)");
@@ -37,7 +39,10 @@ pub fn build(item: HelperItem, diagnostics: &mut Diagnostics) -> Helper {
     if !matches!(item.vis, syn::Visibility::Inherited) {
         diagnostics.error_at(
             &item.vis,
-            "a helper is inlined into the kernels of this `stencil!` block: remove the visibility",
+            format!(
+                "a helper is inlined into the kernels of {}: remove the visibility",
+                origin.block()
+            ),
         );
     }
     let mut lets = Vec::new();
@@ -104,7 +109,7 @@ mod tests {
         let mut diagnostics = Diagnostics::default();
         for item in parse_items(source.parse().unwrap()).unwrap() {
             if let Item::Helper(helper) = item {
-                super::build(helper, &mut diagnostics);
+                super::build(helper, crate::validate::Origin::Macro, &mut diagnostics);
             }
         }
         summary(source, &diagnostics)

@@ -8,7 +8,7 @@ use syn::ext::IdentExt;
 
 use super::finite_difference::Operator;
 use super::helpers;
-use super::{Binding, Context, default_names};
+use super::{Binding, Context, MAX_EXPANDED_OPERATIONS, Origin, default_names};
 use crate::checked::{CheckedExpr, CheckedExprKind};
 use crate::diagnostic::SpanRange;
 use crate::model::{self, BinaryOperator, ExprKind, IndexKind};
@@ -17,6 +17,12 @@ impl Context<'_> {
     /// Resolves `expr`, reporting unknown names, bad indices and bad calls.
     pub(super) fn check_expr(&mut self, expr: &model::Expr) -> CheckedExpr {
         use CheckedExprKind as K;
+        if !self.spend(1, expr.range) {
+            return CheckedExpr {
+                kind: K::Invalid,
+                range: expr.range,
+            };
+        }
         let kind = match &expr.kind {
             ExprKind::Number(value) => K::Const(*value),
             ExprKind::Name(ident) => self.value_of(ident),
@@ -52,6 +58,45 @@ impl Context<'_> {
             kind,
             range: expr.range,
         }
+    }
+
+    /// How many more operations the kernel may expand to.
+    pub(super) fn budget(&self) -> usize {
+        if self.exhausted { 0 } else { self.budget }
+    }
+
+    /// Takes `operations` from the expansion budget ([`MAX_EXPANDED_OPERATIONS`]); `false`
+    /// once it has run out, after reporting that once, at the outermost helper call being
+    /// inlined (else at `at`).
+    pub(super) fn spend(&mut self, operations: usize, at: SpanRange) -> bool {
+        if self.exhausted {
+            return false;
+        }
+        if let Some(rest) = self.budget.checked_sub(operations) {
+            self.budget = rest;
+            return true;
+        }
+        self.exhausted = true;
+        self.degraded = true;
+        let limit = MAX_EXPANDED_OPERATIONS;
+        let (range, message) = match (self.outermost_call, self.inlining.first()) {
+            (Some(call), Some(helper)) => (
+                call,
+                format!(
+                    "inlining `{helper}` expands the kernel past {limit} operations: a helper is \
+                     inlined in full at every call, so helpers that call others more than once \
+                     grow exponentially; call them fewer times"
+                ),
+            ),
+            _ => (
+                at,
+                format!(
+                    "the kernel expands past {limit} operations: split it into several kernels"
+                ),
+            ),
+        };
+        self.diagnostics.error(range, message);
+        false
     }
 
     fn value_of(&mut self, ident: &Ident) -> CheckedExprKind {
@@ -242,13 +287,8 @@ impl Context<'_> {
         }
         let Some((arity, _)) = helpers::built_in_arity(&name) else {
             // The arguments are not checked: what they should be is unknown.
-            self.diagnostics.error_at(
-                func,
-                format!(
-                    "unknown function `{name}`: the kernel language has {}, and the helpers defined in this `stencil!` block",
-                    function_list()
-                ),
-            );
+            let message = unknown_function(&name, &all_helpers.names(), all_helpers.origin());
+            self.diagnostics.error_at(func, message);
             return K::Invalid;
         };
         let mut args: Vec<Box<CheckedExpr>> =
@@ -284,8 +324,67 @@ fn is_permutation(a: &[String], b: &[String]) -> bool {
     a == b
 }
 
-/// `abs, sqrt, ..., min, max, pow, select, diff, diff2 and laplace`.
-pub fn function_list() -> String {
+/// The message for a call of `name`, which is neither a built-in function nor one of
+/// `helpers`: the nearest known name, if one is close, and every name the language has.
+pub(super) fn unknown_function(name: &str, helpers: &[&str], origin: Origin) -> String {
+    let mut known = built_in_names();
+    known.extend(helpers);
+    let suggestion = nearest(name, &known)
+        .map(|near| format!(" (did you mean `{near}`?)"))
+        .unwrap_or_default();
+    format!(
+        "unknown function `{name}`{suggestion}: the kernel language has {}, and the helpers defined in {}",
+        function_list(),
+        origin.block()
+    )
+}
+
+/// The name in `known` nearest to `name` by edit distance, if it is close: within a third of
+/// `name`'s length (at least 1), or the same but for case.
+fn nearest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
+    if let Some(same) = known.iter().find(|k| k.eq_ignore_ascii_case(name)) {
+        return Some(same);
+    }
+    let length = name.chars().count();
+    let limit = length.max(3) / 3;
+    known
+        .iter()
+        // A length further off than the limit is further off in distance too.
+        .filter(|k| k.chars().count().abs_diff(length) <= limit)
+        .map(|k| (edit_distance(name, k), *k))
+        .filter(|&(distance, _)| distance <= limit)
+        .min_by_key(|&(distance, _)| distance)
+        .map(|(_, k)| k)
+}
+
+/// Edit distance between `a` and `b`, in characters: insertions, deletions, substitutions
+/// and transpositions of neighbours (`lpa` is one from `lap`).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // rows[i][j]: the distance between a[..i] and b[..j].
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let substitute = rows[i - 1][j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            let mut best = substitute.min(rows[i - 1][j] + 1).min(rows[i][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = best;
+        }
+    }
+    rows[a.len()][b.len()]
+}
+
+/// The built-in functions' names, in the order [`function_list`] gives them.
+fn built_in_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = UnaryOp::ALL
         .iter()
         .filter(|op| UnaryOp::from_function_name(op.name()).is_some())
@@ -297,5 +396,15 @@ pub fn function_list() -> String {
             .filter(|op| BinaryOp::from_function_name(op.name()).is_some())
             .map(|op| op.name()),
     );
-    format!("{}, select, diff, diff2 and laplace", names.join(", "))
+    names.extend(["select", "diff", "diff2", "laplace"]);
+    names
+}
+
+/// `abs, sqrt, ..., min, max, pow, select, diff, diff2 and laplace`.
+pub fn function_list() -> String {
+    let names = built_in_names();
+    match names.split_last() {
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }

@@ -154,8 +154,13 @@ impl Context<'_> {
         else {
             return K::Invalid;
         };
-        let node = |kind| Box::new(CheckedExpr { kind, range });
         let weights = op.weights(order);
+        // Each distance adds two reads, their sum or difference, a weight and its product
+        // and the sum of terms; the centre and the spacing a few more.
+        if !self.spend(6 * dims.len() * weights.len() + 6, range) {
+            return K::Invalid;
+        }
+        let node = |kind| Box::new(CheckedExpr { kind, range });
         let mut reads_ok = true;
         let mut read = |context: &mut Self, dim: usize, distance: i64| {
             let mut offset = vec![0; context.n_dims];

@@ -14,6 +14,7 @@ use proc_macro2::Ident;
 use stencil_core::{BinaryOp, UnaryOp};
 use syn::ext::IdentExt;
 
+use super::Origin;
 use super::finite_difference::{ORDERS, Operator};
 use crate::diagnostic::{Diagnostics, SpanRange};
 use crate::model::{self, Expr, ExprKind};
@@ -35,19 +36,35 @@ pub struct Helper {
     pub kinds: Vec<ParamKind>,
     /// Whether it has an error already reported (calls to it are then placeholders).
     pub broken: bool,
+    /// About how many operations one call expands to, the helpers it calls inlined in turn
+    /// (saturating), so a call past the expansion limit is refused before it is inlined.
+    pub expanded: usize,
 }
 
-/// The helpers of one `stencil!` block, by name.
+/// The helpers of one `stencil!` block (or kernel text), by name.
 #[derive(Default)]
 pub struct Helpers {
     list: Vec<Helper>,
     by_name: HashMap<String, usize>,
+    origin: Origin,
 }
 
 impl Helpers {
     /// The helper called `name`.
     pub fn get(&self, name: &str) -> Option<&Helper> {
         self.by_name.get(name).map(|&h| &self.list[h])
+    }
+
+    /// Where the helpers (and the kernels calling them) are written.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// The helpers' names, sorted.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
     }
 }
 
@@ -121,9 +138,12 @@ struct Walk {
     broken: bool,
 }
 
-/// Checks every helper of a block, reporting each mistake once.
-pub fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers {
-    let mut helpers = Helpers::default();
+/// Checks every helper of a block (written where `origin` says), reporting each mistake once.
+pub fn check(list: Vec<model::Helper>, origin: Origin, diagnostics: &mut Diagnostics) -> Helpers {
+    let mut helpers = Helpers {
+        origin,
+        ..Helpers::default()
+    };
     let mut arities = HashMap::new();
     for helper in &list {
         let name = helper.name.unraw().to_string();
@@ -144,7 +164,7 @@ pub fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers
     }
     let walks: Vec<Walk> = list
         .iter()
-        .map(|helper| walk_helper(helper, &arities, diagnostics))
+        .map(|helper| walk_helper(helper, &arities, origin, diagnostics))
         .collect();
     for (index, helper) in list.iter().enumerate() {
         let name = helper.name.unraw().to_string();
@@ -165,14 +185,17 @@ pub fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers
             broken[index] = true;
         }
     }
+    let expanded = expanded_sizes(&list, &walks, &helpers.by_name);
     helpers.list = list
         .into_iter()
         .zip(kinds)
         .zip(broken)
-        .map(|((model, kinds), broken)| Helper {
+        .zip(expanded)
+        .map(|(((model, kinds), broken), expanded)| Helper {
             model,
             kinds,
             broken,
+            expanded,
         })
         .collect();
     helpers
@@ -181,6 +204,7 @@ pub fn check(list: Vec<model::Helper>, diagnostics: &mut Diagnostics) -> Helpers
 fn walk_helper(
     helper: &model::Helper,
     arities: &HashMap<String, usize>,
+    origin: Origin,
     diagnostics: &mut Diagnostics,
 ) -> Walk {
     let mut walker = Walker {
@@ -192,6 +216,7 @@ fn walk_helper(
             .collect(),
         lets: Vec::new(),
         arities,
+        origin,
         walk: Walk::default(),
         diagnostics,
     };
@@ -222,6 +247,7 @@ struct Walker<'a> {
     params: Vec<String>,
     lets: Vec<String>,
     arities: &'a HashMap<String, usize>,
+    origin: Origin,
     walk: Walk,
     diagnostics: &'a mut Diagnostics,
 }
@@ -336,10 +362,9 @@ impl Walker<'_> {
             return;
         }
         let Some((low, high)) = built_in_arity(&name) else {
-            let message = format!(
-                "unknown function `{name}`: the kernel language has {}, and the helpers defined in this `stencil!` block",
-                super::expr::function_list()
-            );
+            let mut helpers: Vec<&str> = self.arities.keys().map(String::as_str).collect();
+            helpers.sort_unstable();
+            let message = super::expr::unknown_function(&name, &helpers, self.origin);
             self.error(SpanRange::of(func), message);
             return;
         };
@@ -382,6 +407,83 @@ pub(crate) fn grid_expected(callee: &str, position: usize) -> String {
         "`{callee}` takes a grid as argument {}: pass a grid's name, as in `u`, or a shifted grid, as in `u[i + 1, j]`",
         position + 1
     )
+}
+
+/// Operations an expanded finite-difference operator counts at most (4 dimensions, order 8).
+pub(crate) const OPERATOR_SIZE: usize = 6 * 4 * 5 + 6;
+
+/// How many operations one call of each helper expands to: its own expressions, plus the
+/// expansion of every helper and operator it calls (saturating; a helper in a cycle counts
+/// the others of the cycle as nothing, it is reported and never inlined).
+fn expanded_sizes(
+    list: &[model::Helper],
+    walks: &[Walk],
+    by_name: &HashMap<String, usize>,
+) -> Vec<usize> {
+    fn own(expr: &Expr) -> usize {
+        // Without recursion: a body may nest as deep as its text is long.
+        let mut count = 0usize;
+        let mut pending = vec![expr];
+        while let Some(expr) = pending.pop() {
+            count = count.saturating_add(1);
+            match &expr.kind {
+                ExprKind::Neg(arg) | ExprKind::Not(arg) => pending.push(arg),
+                ExprKind::Binary { lhs, rhs, .. } => pending.extend([&**lhs, &**rhs]),
+                ExprKind::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => pending.extend([&**cond, &**then, &**otherwise]),
+                ExprKind::Call { func, args } => {
+                    if Operator::from_name(&func.unraw().to_string()).is_some() {
+                        count = count.saturating_add(OPERATOR_SIZE);
+                    }
+                    pending.extend(args);
+                }
+                ExprKind::Number(_)
+                | ExprKind::Name(_)
+                | ExprKind::Access { .. }
+                | ExprKind::Invalid => {}
+            }
+        }
+        count
+    }
+    let own_sizes: Vec<usize> = list
+        .iter()
+        .map(|h| {
+            h.lets
+                .iter()
+                .map(|(_, value)| own(value))
+                .fold(own(&h.value), usize::saturating_add)
+        })
+        .collect();
+    // Depth-first, callees before callers, without recursion; `None` while being computed.
+    let mut sizes: Vec<Option<usize>> = vec![None; list.len()];
+    let mut started = vec![false; list.len()];
+    for root in 0..list.len() {
+        let mut stack = vec![root];
+        while let Some(&h) = stack.last() {
+            if sizes[h].is_some() {
+                stack.pop();
+                continue;
+            }
+            let callees = walks[h]
+                .calls
+                .iter()
+                .filter_map(|c| by_name.get(&c.callee).copied());
+            if !started[h] {
+                started[h] = true;
+                stack.extend(callees.filter(|&c| !started[c]));
+                continue;
+            }
+            let total = callees.fold(own_sizes[h], |total, c| {
+                total.saturating_add(sizes[c].unwrap_or(0))
+            });
+            sizes[h] = Some(total);
+            stack.pop();
+        }
+    }
+    sizes.into_iter().map(|s| s.unwrap_or(0)).collect()
 }
 
 /// Reports each cycle of calls once, at the call that closes it.

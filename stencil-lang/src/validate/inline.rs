@@ -31,6 +31,17 @@ impl Context<'_> {
             self.degraded = true;
             return CheckedExprKind::Invalid;
         }
+        // Refused before inlining when it cannot fit: inlining 2^40 operations one by one
+        // until the budget runs out would take as long as the limit is large.
+        if helper.expanded > self.budget() {
+            if self.inlining.is_empty() {
+                self.outermost_call = Some(range);
+            }
+            self.inlining.push(name.to_string());
+            self.spend(helper.expanded, range);
+            self.inlining.pop();
+            return CheckedExprKind::Invalid;
+        }
         let mut scope = std::collections::HashMap::new();
         let mut bound = true;
         for (position, ((param, kind), arg)) in helper
@@ -57,6 +68,9 @@ impl Context<'_> {
             return CheckedExprKind::Invalid;
         }
         let caller_scope = std::mem::replace(&mut self.scope, scope);
+        if self.inlining.is_empty() {
+            self.outermost_call = Some(range);
+        }
         self.inlining.push(name.to_string());
         for (let_name, value) in &helper.model.lets {
             let value = self.check_expr(value);
@@ -191,7 +205,10 @@ impl Context<'_> {
             .map(|(o, s)| o.saturating_add(s))
             .collect();
         let limit = i64::from(MAX_RADIUS);
-        if total.iter().all(|o| o.abs() <= limit) {
+        if total
+            .iter()
+            .all(|o| o.unsigned_abs() <= limit.unsigned_abs())
+        {
             return Some(total);
         }
         let names = self

@@ -31,6 +31,33 @@ mod inline;
 pub use expr::function_list;
 pub use helpers::{Helpers, check as check_helpers};
 
+/// The most operations a kernel may expand to once its helpers are inlined and its
+/// finite-difference operators expanded (each read, constant, operator and call counts one).
+/// A helper is inlined in full at every call, so helpers that call each other several times
+/// grow exponentially: forty helpers each calling the one before twice would expand to 2^40
+/// operations. Past this limit validation stops with an error at the call.
+pub const MAX_EXPANDED_OPERATIONS: usize = 100_000;
+
+/// Where a kernel's source is written, for the messages that name it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Origin {
+    /// A `stencil!` block.
+    #[default]
+    Macro,
+    /// Kernel text given to `stencil::parse` ([`compile`](crate::compile)).
+    Text,
+}
+
+impl Origin {
+    /// "this `stencil!` block" or "the kernel text".
+    pub fn block(self) -> &'static str {
+        match self {
+            Origin::Macro => "this `stencil!` block",
+            Origin::Text => "the kernel text",
+        }
+    }
+}
+
 use std::collections::HashMap;
 
 use proc_macro2::Ident;
@@ -94,6 +121,12 @@ struct Context<'d> {
     pending: Vec<CheckedStmt>,
     /// The helpers being inlined, innermost last.
     inlining: Vec<String>,
+    /// Where the outermost helper call being inlined is written (in the kernel's body).
+    outermost_call: Option<SpanRange>,
+    /// How many more operations the kernel may expand to ([`MAX_EXPANDED_OPERATIONS`]).
+    budget: usize,
+    /// Whether the budget ran out (reported once; everything after is a placeholder).
+    exhausted: bool,
 }
 
 /// Checks `kernel`, reporting every problem, and resolves it; calls to `helpers` are inlined.
@@ -136,6 +169,9 @@ pub fn check(
         helpers,
         pending: Vec::new(),
         inlining: Vec::new(),
+        outermost_call: None,
+        budget: MAX_EXPANDED_OPERATIONS,
+        exhausted: false,
     };
     let params = context.declare_args(kernel, elem, elem_from.is_some(), first_field.map(|f| f.0));
     context.index_names = context.index_names_of_first_store(&kernel.body);
@@ -216,8 +252,10 @@ fn index_names_of_first_read(body: &[model::Stmt], n_dims: usize) -> Option<Vec<
 }
 
 /// `i, j, k, l` (or `x4`, ... beyond), as the builder names indices by default.
+/// At most [`MAX_DIMS`] names: a kernel with more dimensions is reported, and its indices
+/// are not checked.
 fn default_names(n_dims: usize) -> Vec<String> {
-    (0..n_dims)
+    (0..n_dims.min(MAX_DIMS))
         .map(|d| {
             ["i", "j", "k", "l"]
                 .get(d)

@@ -242,9 +242,15 @@ impl PublicItems<'_> {
 
     /// `Params` (the kernel's scalar parameters as named fields), `with(grids.., Params)`
     /// and, for a kernel with `#[rotate(..)]`, `steps_with(grids.., Params)`: the same calls
-    /// as the positional ones, each scalar named at the call site. Bodies `unreachable!()` in
-    /// a stub.
-    fn named_params(&self, rotating: Option<&[String]>, stub: bool) -> TokenStream {
+    /// as the positional ones, each scalar named at the call site. `with`'s body is `launch`
+    /// (which reads the scalars from `__params`); bodies are `unreachable!()` in a stub
+    /// (`launch` `None`).
+    fn named_params(
+        &self,
+        rotating: Option<&[String]>,
+        launch: Option<&TokenStream>,
+    ) -> TokenStream {
+        let stub = launch.is_none();
         let model = self.model;
         let inner_vis = inner_visibility(&model.vis);
         let elem = elem_type(self.elem);
@@ -302,7 +308,12 @@ impl PublicItems<'_> {
             }
         };
         let params_name = if stub { quote!(_) } else { quote!(__params) };
-        let launch_body = body(quote!(super::#kernel(#(#call_args),*)));
+        // Built here rather than by calling the kernel's function through `super::`, which
+        // names the enclosing module: a `stencil!` inside a function body puts the function in
+        // the body's scope, where `super::` does not see it.
+        let launch_body = launch
+            .cloned()
+            .unwrap_or_else(|| quote!(::core::unreachable!()));
         let struct_doc = format!(
             " The scalar parameters of the `{kernel}` kernel by name, for `{kernel}::with(..)`: \
              swapping two of them is a compile error, not a silent change of the physics."
@@ -408,15 +419,23 @@ pub(crate) fn kernel(model: &model::Kernel, kernel: &Kernel) -> TokenStream {
             ])
         }
     });
-    let call = quote! {
-        ::stencil::__private::Launch::from_macro(
-            #name::stencil(),
-            ::std::vec![#(#inputs),*],
-            ::std::vec![#(#outputs),*],
-            ::std::vec![#(#params),*],
-        )
-        #with_reductions
+    // The call binding the kernel's stencil (at `stencil`) to its grids, and to its scalars
+    // at `scalar(name)`: in the kernel's function and in its module's `with`.
+    let launch = |stencil: TokenStream, scalar: &dyn Fn(&proc_macro2::Ident) -> TokenStream| {
+        let (inputs, outputs) = (inputs.clone(), outputs.clone());
+        let params = params.clone().map(scalar);
+        quote! {
+            ::stencil::__private::Launch::from_macro(
+                #stencil,
+                ::std::vec![#(#inputs),*],
+                ::std::vec![#(#outputs),*],
+                ::std::vec![#(#params),*],
+            )
+            #with_reductions
+        }
     };
+    let call = launch(quote!(#name::stencil()), &|p| quote!(#p));
+    let with_call = launch(quote!(self::stencil()), &|p| quote!(__params.#p));
     let build = builder::build_statements(kernel);
     let stencil_body = quote! {
         static STENCIL: ::stencil::__private::LazyLock<::stencil::__private::Stencil<#elem>> =
@@ -456,9 +475,9 @@ pub(crate) fn kernel(model: &model::Kernel, kernel: &Kernel) -> TokenStream {
             )
         };
         rest.extend(items.steps_function(&rotating, Some(&body)));
-        rest.extend(items.named_params(Some(&rotating), false));
+        rest.extend(items.named_params(Some(&rotating), Some(&with_call)));
     } else {
-        rest.extend(items.named_params(None, false));
+        rest.extend(items.named_params(None, Some(&with_call)));
     }
     let mut out = items.function(&call, false);
     out.extend(items.module(&stencil_body, &rest));
@@ -478,10 +497,10 @@ pub(crate) fn stub(model: &model::Kernel, elem: ElemType, n_dims: usize) -> Toke
         Some(rotate) => {
             let rotating: Vec<String> = rotate.names().into_iter().flatten().collect();
             let mut rest = items.steps_function(&rotating, None);
-            rest.extend(items.named_params(Some(&rotating), true));
+            rest.extend(items.named_params(Some(&rotating), None));
             rest
         }
-        None => items.named_params(None, true),
+        None => items.named_params(None, None),
     };
     out.extend(items.module(&unreachable, &rest));
     out

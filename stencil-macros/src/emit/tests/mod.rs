@@ -521,7 +521,9 @@ fn reductions_are_passed_to_the_launch_and_folded_into_blocks() {
         "b . reduce (r0 ,",
         // Positional in `with`, not a field of `Params`.
         "fn with < 'g > (x : & 'g :: stencil :: __private :: Grid < f64 , 3 > , b : & 'g :: stencil :: __private :: Grid < f64 , 3 > , r : & 'g mut :: stencil :: __private :: Grid < f64 , 3 > , rr : & 'g mut :: stencil :: __private :: Sum < f64 > , __params : Params)",
-        "super :: residual (x , b , r , rr , __params . h2)",
+        // The launch built in the module (no `super::`, which a kernel in a function body
+        // could not reach through).
+        "Launch :: from_macro (self :: stencil () , :: std :: vec ! [x , b] , :: std :: vec ! [r] , :: std :: vec ! [__params . h2] ,) . with_reductions (:: std :: vec ! [rr as & mut dyn :: stencil :: __private :: ReductionTarget < f64 >])",
         "pub struct Params { # [doc = \" The `h2` parameter.\"] pub h2 : f64 , }",
         // Two output runs: the grid's, then the reduction's block values.
         "let [__out0 , __out1] = outs",
@@ -557,5 +559,46 @@ fn a_stub_keeps_the_reduction_parameters() {
         "fn with < 'g > (_ : & 'g :: stencil :: __private :: Grid < f64 , 1 > , _ : & 'g mut :: stencil :: __private :: Sum < f64 > , _ : & 'g mut :: stencil :: __private :: Max < f32 > , _ : Params)",
     ] {
         assert!(text.contains(expected), "missing `{expected}` in {text}");
+    }
+}
+
+/// Helpers each calling the one before twice: the macro refuses the kernel's call before
+/// inlining anything (inlining until the limit, through the compiler's token bridge, took
+/// minutes), with one error and the kernel's stub.
+#[test]
+fn an_exponential_helper_chain_is_one_error_without_inlining() {
+    let mut source = String::from("fn f0(u) { u[i] }\n");
+    for k in 1..=40 {
+        source.push_str(&format!("fn f{k}(u) {{ f{p}(u) + f{p}(u) }}\n", p = k - 1));
+    }
+    source.push_str("pub fn blowup(u: &Grid1<f64>, out: &mut Grid1<f64>) { out[i] = f40(u); }");
+    let start = std::time::Instant::now();
+    let out = expand(tokens(&source)).to_string();
+    let took = start.elapsed();
+    assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+    assert!(
+        out.contains("inlining `f40` expands the kernel past 100000 operations"),
+        "{out}"
+    );
+    assert!(out.contains("fn blowup"), "the stub: {out}");
+    assert!(
+        took < std::time::Duration::from_millis(500),
+        "took {took:?}"
+    );
+}
+
+/// Inside a function body, `super::` names the module around the function, not the body's
+/// scope where the kernel's function is: the generated module must reach nothing through it
+/// (`with` called `super::kernel(..)`: "cannot find function in module `super`").
+#[test]
+fn the_generated_module_names_nothing_through_super() {
+    for source in [
+        KERNELS[0],
+        "#[rotate(out -> u)] fn relax(u: &Grid1<f64>, out: &mut Grid1<f64>, c: f64) { out[i] = c * u[i]; }",
+        "fn dot(x: &Grid1<f64>, y: &Grid1<f64>, s: &mut Sum<f64>, c: f64) { s += c * x[i] * y[i]; }",
+    ] {
+        let out = expand(tokens(source)).to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(!out.contains("super ::"), "{out}");
     }
 }
