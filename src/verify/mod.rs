@@ -25,7 +25,7 @@ use stencil_core::{
 use stencil_cpu::CpuBackend;
 use stencil_cuda::EmulatedGpu;
 
-mod magnitude;
+pub(crate) mod magnitude;
 mod steps;
 
 pub use steps::{verify_steps, verify_steps_with};
@@ -478,7 +478,7 @@ fn special_agrees<T: Element>(
 
 /// How far below the largest finite value a magnitude or reference value must stay for
 /// [`special_agrees`] to hold a point to a value (2^-20).
-const CLEAR_OF_OVERFLOW: f64 = 1.0 / 1_048_576.0;
+pub(crate) const CLEAR_OF_OVERFLOW: f64 = 1.0 / 1_048_576.0;
 
 /// NaN, `+inf`, `-inf` or finite, as 0 to 3.
 fn class<T: Element>(v: T) -> u8 {
