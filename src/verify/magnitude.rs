@@ -52,13 +52,13 @@ pub(super) fn magnitudes<T: Element, const D: usize>(
 
 /// [`magnitudes`] for the data of a validated `job` (grids of any layout): each output's
 /// magnitudes as an `f64` layout of its interior and halo and its values, with the bound's
-/// factor; `None` when the kernel uses an operation the bound does not cover. The job's grids
-/// may be large (the tuner's winner check passes the call's own), so the rewritten kernel runs
-/// on the CPU backend over absolute copies of the inputs in `f64` (memory for one more copy
-/// of every grid in `f64`).
+/// factor; `None` when the kernel writes no grid or uses an operation the bound does not
+/// cover. The job's grids may be large (the tuner's winner check passes the call's own), so
+/// the rewritten kernel runs on the CPU backend over absolute copies of the inputs in `f64`
+/// (memory for one more copy of every grid in `f64`).
 pub(crate) fn job_magnitudes<T: Element>(job: &Job<'_, T>) -> Result<MagnitudeGrids> {
     let kernel = job.kernel();
-    if !stencil_core::analysis::in_place_outputs(kernel).is_empty() {
+    if job.outputs().is_empty() || !stencil_core::analysis::in_place_outputs(kernel).is_empty() {
         return Ok(None);
     }
     let Some(abs_kernel) = absolute(kernel) else {
