@@ -144,6 +144,76 @@ fn min_max_and_sum_of_f32_match_plain_loops_and_ignore_nan() {
     assert!(total.value().is_nan(), "a sum with a NaN value is NaN");
 }
 
+/// `extremes` of `u` on the reference interpreter, the CPU backend (1 and 3 threads, every
+/// sampled schedule, the generic path) and the PTX emulator: `(lo, hi)` of each, labelled.
+fn extremes_everywhere(u: &Grid2<f32>) -> Vec<(String, f32, f32)> {
+    let shape = u.shape();
+    let mut results = Vec::new();
+    let want = interp::run_reducing(extremes::stencil().kernel(), &[u.view()], &mut [], &[]);
+    results.push(("interpreter".to_string(), want[0], want[1]));
+    for threads in [1, 3] {
+        let backend = CpuBackend::new(threads).unwrap();
+        let mut schedules = backend.sample_cpu_schedules(&shape);
+        schedules.push(CpuSchedule {
+            force_generic: true,
+            ..CpuSchedule::default()
+        });
+        for schedule in schedules {
+            let (mut lo, mut hi, mut total) = (Min::new(), Max::new(), Sum::new());
+            extremes(u, &mut lo, &mut hi, &mut total)
+                .on(&backend)
+                .schedule(Schedule::Cpu(schedule))
+                .run()
+                .unwrap();
+            results.push((
+                format!("{threads} threads, {schedule:?}"),
+                lo.value(),
+                hi.value(),
+            ));
+        }
+    }
+    let gpu = stencil::EmulatedGpu::new();
+    let (mut lo, mut hi, mut total) = (Min::new(), Max::new(), Sum::new());
+    extremes(u, &mut lo, &mut hi, &mut total)
+        .on(&gpu)
+        .tune(stencil::TunePolicy::Off)
+        .run()
+        .unwrap();
+    results.push(("PTX emulator".to_string(), lo.value(), hi.value()));
+    results
+}
+
+#[test]
+fn min_and_max_of_an_all_nan_interior_are_nan_on_every_backend() {
+    for shape in [[2, 3], [9, 1030]] {
+        let mut u = Grid2::<f32>::new(shape).unwrap();
+        u.fill(f32::NAN);
+        for (what, lo, hi) in extremes_everywhere(&u) {
+            assert!(lo.is_nan() && hi.is_nan(), "{shape:?} on {what}: {lo} {hi}");
+        }
+    }
+}
+
+#[test]
+fn min_and_max_of_nans_and_numbers_are_the_extreme_numbers_on_every_backend() {
+    // NaN everywhere but a few points, some alone in their lane, block or row.
+    let shape = [9, 1030];
+    let mut u = Grid2::<f32>::new(shape).unwrap();
+    u.fill(f32::NAN);
+    for (p, v) in [
+        ([0, 0], 1.5),
+        ([3, 257], -7.0),
+        ([3, 258], 2.0),
+        ([8, 1029], 9.0),
+    ] {
+        u[p] = v;
+    }
+    u.update_halo();
+    for (what, lo, hi) in extremes_everywhere(&u) {
+        assert_eq!((lo, hi), (-7.0, 9.0), "{what}");
+    }
+}
+
 /// The same bits under every sampled schedule and 1, 2 and 3 threads.
 #[test]
 fn reductions_are_bit_identical_across_threads_and_schedules() {

@@ -5,14 +5,16 @@
 //!
 //! The backend under test is the PTX emulator behind a two-point tuning space: the default
 //! schedule and a thread-per-point schedule generated with a planted off-by-one, which runs
-//! without the delay the correct schedules get, so it wins every timing.
+//! without the delay the correct schedules get, so it wins every timing. In `f32` on a smooth
+//! field the wrong offset moves every point by less than the whole-output tolerance: the
+//! per-point bound rejects it.
 
 use std::time::Duration;
 
 use stencil::prelude::*;
 use stencil::{
-    Backend, EmulatedGpu, ErrorKind, GpuSchedule, Job, Kernel, Launch, Schedule, TunePolicy,
-    TuningCache, TuningSource, kernels,
+    Backend, Element, EmulatedGpu, ErrorKind, GpuSchedule, Job, Kernel, Launch, Schedule,
+    TunePolicy, TuningCache, TuningSource, kernels,
 };
 use stencil_core::schedule::{DimValue, SearchSpace, TuningSpace};
 use stencil_cuda::CodegenOptions;
@@ -49,7 +51,7 @@ impl OneWrongVariant {
     }
 }
 
-impl Backend<f64> for OneWrongVariant {
+impl<T: Element> Backend<T> for OneWrongVariant {
     fn name(&self) -> String {
         "emulated gpu with one wrong variant".into()
     }
@@ -59,7 +61,7 @@ impl Backend<f64> for OneWrongVariant {
     fn sample_schedules(&self, _: &Kernel, _: &[usize]) -> Vec<Schedule> {
         vec![Schedule::Gpu(self.default_gpu()), Schedule::Gpu(self.wrong)]
     }
-    fn run(&self, job: &mut Job<'_, f64>, schedule: &Schedule) -> stencil::Result<()> {
+    fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> stencil::Result<()> {
         let fast = *schedule == Schedule::Gpu(self.wrong);
         if !fast {
             std::thread::sleep(Duration::from_millis(30));
@@ -198,6 +200,105 @@ fn a_wrong_default_behind_a_wrong_winner_fails_the_call() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::VerificationFailed, "{err}");
     assert!(err.to_string().contains("both disagree"), "{err}");
+}
+
+stencil! {
+    /// `kernels::five_point` in `f32`.
+    pub fn five_point32(u: &Grid2<f32>, out: &mut Grid2<f32>, c0: f32, c1: f32) {
+        out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
+    }
+}
+
+/// A smooth `f32` field of interior `shape`: `1 + 1e-4 (i + j)`, halo included
+/// (user-managed). Each test tunes its own shape: the process remembers tuned schedules.
+fn smooth_f32(shape: [usize; 2]) -> Grid2<f32> {
+    let mut u = Grid2::<f32>::new(shape).unwrap();
+    u.set_boundary(stencil::Boundary::UserManaged);
+    let h = u.halo() as isize;
+    for i in -h..shape[0] as isize + h {
+        for j in -h..shape[1] as isize + h {
+            u.set([i, j], 1.0 + 1e-4 * (i + j) as f32).unwrap();
+        }
+    }
+    u
+}
+
+/// `five_point32` of `u` (c0 = 0.5, c1 = 0.125) on `backend` under `schedule`, or tuned
+/// thoroughly (no cache) without one: the output and the report.
+fn five_point32_on(
+    backend: &dyn Backend<f32>,
+    u: &Grid2<f32>,
+    schedule: Option<Schedule>,
+) -> (Grid2<f32>, stencil::TuneReport) {
+    let mut out = u.like();
+    let mut launch = five_point32(u, &mut out, 0.5, 0.125).on(backend);
+    launch = match schedule {
+        Some(s) => launch.schedule(s),
+        None => launch.tune(TunePolicy::Thorough).without_tuning_cache(),
+    };
+    let report = launch.run_with_report().unwrap();
+    (out, report)
+}
+
+#[test]
+fn a_wrong_offset_on_a_smooth_f32_field_is_rejected_by_the_per_point_bound() {
+    let backend = OneWrongVariant::new(false);
+    let u = smooth_f32([24, 40]);
+    // The planted variant reads `u[i, j + 1]` for `u[i, j]` (and likewise for the reads along
+    // `i`): every point moves by about (c0 + 2 c1) 1e-4 = 7.5e-5, below the whole-output
+    // tolerance (4096 f32 epsilons of the largest value, about 1: 4.9e-4), far above the
+    // per-point bound (16 epsilons of a magnitude of about 1: 1.9e-6).
+    let (right, _) = five_point32_on(&backend.correct, &u, Some(Schedule::Gpu(backend.wrong)));
+    let (wrong, _) = five_point32_on(&backend.planted, &u, Some(Schedule::Gpu(backend.wrong)));
+    let scale = right
+        .interior_iter()
+        .map(|(_, v)| v.abs())
+        .fold(1.0f32, f32::max);
+    let largest_move = right
+        .interior_iter()
+        .map(|(p, v)| (wrong[p] - v).abs())
+        .fold(0.0f32, f32::max);
+    let tolerance = stencil::tuning::WINNER_TOLERANCE_EPS as f32 * f32::EPSILON * scale;
+    assert!(
+        largest_move > 1e-5 && largest_move < tolerance,
+        "the planted offset moves points by {largest_move:e}; the whole-output tolerance is \
+         {tolerance:e}"
+    );
+    let (out, report) = five_point32_on(&backend, &u, None);
+    assert_eq!(report.source, TuningSource::Tuned, "{report}");
+    let rejected = report
+        .rejected
+        .as_deref()
+        .expect("the planted winner is rejected");
+    assert!(rejected.contains("planted"), "{rejected}");
+    assert!(rejected.contains("per-point bound"), "{rejected}");
+    assert_eq!(report.schedule, Schedule::Gpu(backend.default_gpu()));
+    // The call's result is the default schedule's, which is right.
+    let (want, _) = five_point32_on(
+        &backend.correct,
+        &u,
+        Some(Schedule::Gpu(backend.default_gpu())),
+    );
+    for (p, w) in want.interior_iter() {
+        assert_eq!(out[p].to_bits(), w.to_bits(), "{p:?}");
+    }
+}
+
+#[test]
+fn a_right_f32_winner_is_kept_under_the_per_point_bound() {
+    // Control: the GPU's own order and contractions in f32 stay within the per-point bound,
+    // on the smooth field and on random values.
+    let mut backend = OneWrongVariant::new(false);
+    backend.planted = EmulatedGpu::new();
+    let mut rng = stencil_core::rng::Rng::new(7);
+    let mut random = Grid2::<f32>::new([24, 44]).unwrap();
+    random.fill_with(|_| rng.uniform(-1.0, 1.0) as f32);
+    random.update_halo();
+    for u in [smooth_f32([26, 40]), random] {
+        let (_, report) = five_point32_on(&backend, &u, None);
+        assert_eq!(report.rejected, None, "{report}");
+        assert_eq!(report.schedule, Schedule::Gpu(backend.wrong), "{report}");
+    }
 }
 
 stencil! {

@@ -15,7 +15,10 @@
 
 use stencil_core::grid::Grid;
 use stencil_core::ir::{BinaryOp, Expr, Kernel, UnaryOp};
-use stencil_core::{ElemType, Element, Result, interp};
+use stencil_core::{
+    Backend, ElemType, Element, FieldView, FieldViewMut, Geometry, Job, Result, Stencil, interp,
+};
+use stencil_cpu::CpuBackend;
 
 /// The magnitudes of `kernel` at every interior point of outputs of interior `shape` (with
 /// `halo`), computed in `f64` from `inputs` (all of their points, halo included) and
@@ -47,9 +50,91 @@ pub(super) fn magnitudes<T: Element, const D: usize>(
     Ok(Some((outputs, factor(kernel))))
 }
 
+/// [`magnitudes`] for the data of a validated `job` (grids of any layout): each output's
+/// magnitudes as an `f64` layout of its interior and halo and its values, with the bound's
+/// factor; `None` when the kernel writes no grid or uses an operation the bound does not
+/// cover. The job's grids may be large (the tuner's winner check passes the call's own), so
+/// the rewritten kernel runs on the CPU backend over absolute copies of the inputs in `f64`
+/// (memory for one more copy of every grid in `f64`).
+pub(crate) fn job_magnitudes<T: Element>(job: &Job<'_, T>) -> Result<MagnitudeGrids> {
+    let kernel = job.kernel();
+    if job.outputs().is_empty() || !stencil_core::analysis::in_place_outputs(kernel).is_empty() {
+        return Ok(None);
+    }
+    let Some(abs_kernel) = absolute(kernel) else {
+        return Ok(None);
+    };
+    let stencil = Stencil::<f64>::new(abs_kernel)?;
+    let layout = |geom: &Geometry| Geometry::new(geom.interior(), geom.halo, 8);
+    let mut inputs = Vec::with_capacity(job.inputs().len());
+    for view in job.inputs() {
+        let geom = layout(&view.geom)?;
+        let mut data = vec![0.0; geom.len];
+        for_each_stored_row(&view.geom, |p, len| {
+            let (from, to) = (view.geom.index(p), geom.index(p));
+            for (d, v) in data[to..to + len]
+                .iter_mut()
+                .zip(&view.data[from..from + len])
+            {
+                *d = v.to_f64().abs();
+            }
+        });
+        inputs.push((geom, data));
+    }
+    let mut outputs: Vec<(Geometry, Vec<f64>)> = job
+        .outputs()
+        .iter()
+        .map(|o| layout(&o.geom).map(|geom| (geom, vec![0.0; geom.len])))
+        .collect::<Result<_>>()?;
+    let params: Vec<f64> = job.params().iter().map(|p| p.to_f64().abs()).collect();
+    {
+        let views = inputs
+            .iter()
+            .map(|(geom, data)| FieldView { geom: *geom, data })
+            .collect();
+        let outs = outputs
+            .iter_mut()
+            .map(|(geom, data)| FieldViewMut { geom: *geom, data })
+            .collect();
+        let mut abs_job = Job::new(&stencil, views, outs, params)?;
+        let cpu = CpuBackend::global();
+        let schedule = Backend::<f64>::default_schedule(cpu, stencil.kernel(), abs_job.shape());
+        cpu.run(&mut abs_job, &schedule)?;
+    }
+    Ok(Some((outputs, factor(kernel))))
+}
+
+/// What [`job_magnitudes`] returns: per output, a layout and its magnitudes; the factor.
+pub(crate) type MagnitudeGrids = Option<(Vec<(Geometry, Vec<f64>)>, f64)>;
+
+/// Calls `f` with the first point of every row of `geom`'s interior and halo (halo points
+/// included, last dimension fixed at `-halo`) and the row's length.
+fn for_each_stored_row(geom: &Geometry, mut f: impl FnMut(&[isize], usize)) {
+    let h = geom.halo as isize;
+    let shape = geom.interior();
+    let last = shape.len() - 1;
+    let mut point = vec![-h; shape.len()];
+    loop {
+        f(&point, shape[last] + 2 * geom.halo);
+        // Odometer over the rows, last dimension but one fastest.
+        let mut d = last;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            point[d] += 1;
+            if point[d] < shape[d] as isize + h {
+                break;
+            }
+            point[d] = -h;
+        }
+    }
+}
+
 /// The allowed difference at a point of magnitude `magnitude`, for a kernel whose bound has
 /// `factor` units of `T`'s epsilon.
-pub(super) fn bound<T: Element>(magnitude: f64, factor: f64) -> f64 {
+pub(crate) fn bound<T: Element>(magnitude: f64, factor: f64) -> f64 {
     let smallest_normal = match T::ELEM {
         ElemType::F32 => f64::from(f32::MIN_POSITIVE),
         ElemType::F64 => f64::MIN_POSITIVE,
@@ -77,6 +162,9 @@ fn absolute(kernel: &Kernel) -> Option<Kernel> {
     }
     for param in &mut k.params {
         param.elem = ElemType::F64;
+    }
+    for reduction in &mut k.reductions {
+        reduction.elem = ElemType::F64;
     }
     for e in &mut k.exprs {
         *e = match *e {

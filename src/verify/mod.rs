@@ -2,9 +2,9 @@
 //! grids, and compare with the reference interpreter (DESIGN.md section 8).
 //!
 //! Every case: random interior *and* halo values for the inputs (so a backend that reads the
-//! wrong halo point is caught), random parameters, outputs poisoned first with a NaN of a
-//! distinctive bit pattern (so an unwritten point is caught even when the kernel computes NaN
-//! legitimately), then three checks: every interior point of every output matches the
+//! wrong halo point is caught), random parameters, outputs poisoned first with a distinctive
+//! number, not a NaN (so no NaN a kernel computes is taken for an unwritten point), then
+//! three checks: every interior point of every output matches the
 //! interpreter (bit for bit where the backend computes the interpreter's bits,
 //! [`Backend::matches_interpreter_bits`]; else within a per-point bound for kernels of sums and
 //! products, or a tolerance scaled to the element type and the output's largest magnitude:
@@ -25,7 +25,7 @@ use stencil_core::{
 use stencil_cpu::CpuBackend;
 use stencil_cuda::EmulatedGpu;
 
-mod magnitude;
+pub(crate) mod magnitude;
 mod steps;
 
 pub use steps::{verify_steps, verify_steps_with};
@@ -219,23 +219,27 @@ fn default_shapes(n_dims: usize) -> Vec<Vec<usize>> {
     table.iter().map(|s| s.to_vec()).collect()
 }
 
-/// NaN with a payload arithmetic does not normally produce: marks "not written". A kernel may
-/// still compute a NaN with these bits (a backend may canonicalise NaN payloads), so a point
-/// found holding it is only reported unwritten if it also holds [`second_poison`] when the
-/// case runs again with that poison: a computed value does not depend on the poison.
+/// The value outputs are filled with before a run: marks "not written". It is a number, not a
+/// NaN: Rust keeps no NaN payload through a cast or an operation (an optimised build folds a
+/// NaN of a distinctive payload built by casts into the NaN `f32` arithmetic returns, so a
+/// kernel computing NaN would read as unwritten), while a number survives every conversion
+/// and copy bit for bit, and no NaN a kernel computes can equal it. A kernel may still
+/// compute this exact value, so a point found holding it is only reported unwritten if it
+/// also holds [`second_poison`] when the case runs again with that poison: a computed value
+/// does not depend on the poison. Both are negative numbers near `-5e29` with many mantissa
+/// bits set (exact in `f32`), outside the random inputs' range and every special value.
 fn poison<T: Element>() -> T {
     match T::ELEM {
-        ElemType::F64 => T::from_f64(f64::from_bits(0x7ffc_dead_beef_0bad)),
-        // A quiet f32 NaN keeps its payload through f32 -> f64 -> f32 conversions.
-        ElemType::F32 => T::from_f64(f64::from(f32::from_bits(0x7fe5_0bad))),
+        ElemType::F64 => T::from_f64(f64::from_bits(0xc61c_dead_beef_0bad)),
+        ElemType::F32 => T::from_f64(f64::from(f32::from_bits(0xf0e5_0bad))),
     }
 }
 
 /// The poison of the confirming run (see [`poison`]).
 fn second_poison<T: Element>() -> T {
     match T::ELEM {
-        ElemType::F64 => T::from_f64(f64::from_bits(0x7ff5_0dd0_f00d_0bad)),
-        ElemType::F32 => T::from_f64(f64::from(f32::from_bits(0x7fd1_f00d))),
+        ElemType::F64 => T::from_f64(f64::from_bits(0xc61a_0dd0_f00d_0bad)),
+        ElemType::F32 => T::from_f64(f64::from(f32::from_bits(0xf0d1_f00d))),
     }
 }
 
@@ -474,7 +478,7 @@ fn special_agrees<T: Element>(
 
 /// How far below the largest finite value a magnitude or reference value must stay for
 /// [`special_agrees`] to hold a point to a value (2^-20).
-const CLEAR_OF_OVERFLOW: f64 = 1.0 / 1_048_576.0;
+pub(crate) const CLEAR_OF_OVERFLOW: f64 = 1.0 / 1_048_576.0;
 
 /// NaN, `+inf`, `-inf` or finite, as 0 to 3.
 fn class<T: Element>(v: T) -> u8 {
@@ -625,4 +629,45 @@ fn compare<T: Element, const D: usize>(
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The NaNs `f32` and `f64` arithmetic returns here (`0 / 0`, `ln` of a negative, the
+    /// constants), computed at run time.
+    fn computed_nans<T: Element>() -> Vec<T> {
+        let zero = || std::hint::black_box(T::ZERO);
+        let minus_one = std::hint::black_box(-T::ONE);
+        vec![
+            zero() / zero(),
+            minus_one.ln(),
+            T::NAN,
+            -T::NAN,
+            T::from_f64(f64::NAN),
+            T::from_f64(std::hint::black_box(f64::NAN)),
+        ]
+    }
+
+    fn check_poisons<T: Element>() {
+        let (first, second) = (poison::<T>(), second_poison::<T>());
+        for p in [first, second] {
+            // A number: no NaN a kernel computes can have its bits, whatever the compiler
+            // makes of NaN payloads (it folded the earlier NaN poisons into f32's one NaN).
+            assert!(p.to_f64().is_finite(), "{p:?}");
+            assert_eq!(bits(T::from_f64(p.to_f64())), bits(p), "{p:?}");
+            assert_eq!(bits(std::hint::black_box(p)), bits(p), "{p:?}");
+            for nan in computed_nans::<T>() {
+                assert_ne!(bits(nan), bits(p), "{nan:?} {p:?}");
+            }
+        }
+        assert_ne!(bits(first), bits(second));
+    }
+
+    #[test]
+    fn poisons_are_numbers_no_computed_nan_can_equal() {
+        check_poisons::<f32>();
+        check_poisons::<f64>();
+    }
 }

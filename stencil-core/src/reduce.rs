@@ -20,9 +20,12 @@
 //! logarithm of the number of blocks plus `BLOCK / LANES` (8) additions per lane, not with the
 //! number of points. Thirty-two lanes are four independent AVX-512 (eight AVX2) accumulators,
 //! so a block is summed at the processor's add throughput rather than its latency, and one
-//! warp of a GPU folds one lane per thread. The identity is `+0.0` for a sum (so a sum of `-0.0` values is `+0.0`),
-//! `+inf` for a minimum and `-inf` for a maximum; minima and maxima ignore NaN values, as the
-//! language's `min` and `max` do, and a sum with a NaN value is NaN.
+//! warp of a GPU folds one lane per thread. The identity is `+0.0` for a sum (so a sum of
+//! `-0.0` values is `+0.0`) and NaN for a minimum and a maximum: minima and maxima ignore NaN
+//! values, as the language's `min` and `max` do (IEEE `minNum`/`maxNum` return the other
+//! operand), so NaN leaves every value unchanged, a minimum over numbers and NaNs is the
+//! minimum of the numbers, and one over NaNs only (or over nothing) is NaN. A sum with a NaN
+//! value is NaN.
 
 use crate::element::Element;
 use crate::ir::ReduceOp;
@@ -33,12 +36,12 @@ pub const BLOCK: usize = 256;
 /// Lanes a block's points are dealt to.
 pub const LANES: usize = 32;
 
-/// The value combining nothing: `0` for a sum, `+inf` for a minimum, `-inf` for a maximum.
+/// The value combining nothing: `+0` for a sum, NaN for a minimum or a maximum (which
+/// ignore it, see the module documentation).
 pub fn identity<T: Element>(op: ReduceOp) -> T {
     match op {
         ReduceOp::Sum => T::from_f64(0.0),
-        ReduceOp::Min => T::from_f64(f64::INFINITY),
-        ReduceOp::Max => T::from_f64(f64::NEG_INFINITY),
+        ReduceOp::Min | ReduceOp::Max => T::NAN,
     }
 }
 
@@ -57,9 +60,9 @@ pub fn combine<T: Element>(op: ReduceOp, a: T, b: T) -> T {
 #[inline]
 pub fn block<T: Element>(op: ReduceOp, values: &[T]) -> T {
     match op {
-        ReduceOp::Sum => lanes(values, T::from_f64(0.0), |a, b| a + b),
-        ReduceOp::Min => lanes(values, T::from_f64(f64::INFINITY), |a, b| a.min(b)),
-        ReduceOp::Max => lanes(values, T::from_f64(f64::NEG_INFINITY), |a, b| a.max(b)),
+        ReduceOp::Sum => lanes(values, identity(op), |a, b| a + b),
+        ReduceOp::Min => lanes(values, identity(op), |a, b| a.min(b)),
+        ReduceOp::Max => lanes(values, identity(op), |a, b| a.max(b)),
     }
 }
 
@@ -147,7 +150,7 @@ pub trait ReductionTarget<T>: Send {
 }
 
 macro_rules! target_type {
-    ($(#[$doc:meta])* $name:ident, $op:expr) => {
+    ($(#[$doc:meta])* $name:ident, $op:expr, $before:expr) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq)]
         pub struct $name<T> {
@@ -155,12 +158,14 @@ macro_rules! target_type {
         }
 
         impl<T: Element> $name<T> {
-            /// A target holding the operation's identity until a run stores its result.
+            /// A target holding its initial value (`0`, `+inf` or `-inf`) until a run stores
+            /// its result.
             pub fn new() -> Self {
-                $name { value: identity($op) }
+                $name { value: T::from_f64($before) }
             }
 
-            /// The result of the last run this target was bound to (the identity before any).
+            /// The result of the last run this target was bound to (the initial value before
+            /// any).
             pub fn value(&self) -> T {
                 self.value
             }
@@ -188,19 +193,24 @@ target_type!(
     /// The result of a `Sum<T>` reduction (`s += expr;` in a kernel): after a run, the sum of
     /// the expression over the interior, in the order of [`crate::reduce`]. `0` before a run.
     Sum,
-    ReduceOp::Sum
+    ReduceOp::Sum,
+    0.0
 );
 target_type!(
     /// The result of a `Min<T>` reduction (`m = min(m, expr);`): after a run, the smallest
-    /// value of the expression over the interior, NaN values ignored. `+inf` before a run.
+    /// value of the expression over the interior, NaN values ignored (NaN when every value
+    /// is NaN). `+inf` before a run.
     Min,
-    ReduceOp::Min
+    ReduceOp::Min,
+    f64::INFINITY
 );
 target_type!(
     /// The result of a `Max<T>` reduction (`m = max(m, expr);`): after a run, the largest
-    /// value of the expression over the interior, NaN values ignored. `-inf` before a run.
+    /// value of the expression over the interior, NaN values ignored (NaN when every value
+    /// is NaN). `-inf` before a run.
     Max,
-    ReduceOp::Max
+    ReduceOp::Max,
+    f64::NEG_INFINITY
 );
 
 #[cfg(test)]
@@ -227,7 +237,7 @@ mod tests {
         let expected = (1e16 + 1.0) + (1.0 + (-1e16 + 1.0));
         assert_eq!(tree(ReduceOp::Sum, &v), expected);
         assert_eq!(tree::<f64>(ReduceOp::Sum, &[]), 0.0);
-        assert_eq!(tree::<f64>(ReduceOp::Max, &[]), f64::NEG_INFINITY);
+        assert!(tree::<f64>(ReduceOp::Max, &[]).is_nan());
     }
 
     #[test]
@@ -236,6 +246,32 @@ mod tests {
         assert_eq!(block(ReduceOp::Min, &v), -2.0);
         assert_eq!(block(ReduceOp::Max, &v), 7.0);
         assert!(block(ReduceOp::Sum, &v).is_nan());
+    }
+
+    #[test]
+    fn min_and_max_of_nan_only_are_nan_and_of_a_mix_the_extreme_number() {
+        let nans = [f64::NAN; 6];
+        for op in [ReduceOp::Min, ReduceOp::Max] {
+            assert!(block(op, &nans).is_nan(), "{op:?}");
+            assert!(
+                tree(op, &[block(op, &nans), block(op, &nans)]).is_nan(),
+                "{op:?}"
+            );
+            assert!(combine_lanes(op, [f32::NAN; LANES]).is_nan(), "{op:?}");
+        }
+        // A number in one lane only, NaN everywhere else (and in the other blocks).
+        let mut mixed = vec![f32::NAN; 300];
+        mixed[37] = 4.0;
+        mixed[40] = -3.0;
+        assert_eq!(block(ReduceOp::Min, &mixed[..256]), -3.0);
+        assert_eq!(block(ReduceOp::Max, &mixed[..256]), 4.0);
+        let blocks = [f32::NAN, block(ReduceOp::Min, &mixed[..256]), f32::NAN];
+        assert_eq!(tree(ReduceOp::Min, &blocks), -3.0);
+        // Infinities are numbers: a minimum over +inf and NaN is +inf.
+        assert_eq!(
+            block(ReduceOp::Min, &[f64::NAN, f64::INFINITY]),
+            f64::INFINITY
+        );
     }
 
     #[test]
@@ -259,7 +295,7 @@ mod tests {
     }
 
     #[test]
-    fn targets_start_at_the_identity_and_report_their_op() {
+    fn targets_start_at_their_initial_values_and_report_their_op() {
         let mut s = Sum::<f64>::new();
         assert_eq!(s.value(), 0.0);
         assert_eq!(s.op(), ReduceOp::Sum);

@@ -266,6 +266,60 @@ fn verify_accepts_the_emulated_reductions() {
     }
 }
 
+/// `op` over an interior of `shape` whose values are `value(point index)`, on the emulator
+/// under every sample schedule: the results (all the same bits, checked here).
+fn reduce_on_gpu<T: Element>(op: ReduceOp, shape: &[usize], value: impl Fn(usize) -> T) -> T {
+    let kernel = plain_read(shape.len(), T::ELEM, op);
+    let stencil = Stencil::<T>::new(kernel.clone()).expect("stencil");
+    let geom = Geometry::new(shape, 0, T::ELEM.size_bytes()).expect("geometry");
+    let mut data = vec![T::from_f64(0.5); geom.len];
+    let mut point = vec![0isize; shape.len()];
+    for p in 0..geom.n_points() {
+        let mut rest = p;
+        for d in (0..shape.len()).rev() {
+            point[d] = (rest % shape[d]) as isize;
+            rest /= shape[d];
+        }
+        data[geom.index(&point)] = value(p);
+    }
+    let mut results = Vec::new();
+    for schedule in sample_schedules(&kernel) {
+        let inputs = vec![FieldView { geom, data: &data }];
+        let mut job = Job::new(&stencil, inputs, vec![], vec![]).expect("job");
+        Backend::<T>::run(&EmulatedGpu::new(), &mut job, &Schedule::Gpu(schedule)).expect("run");
+        results.push(job.reductions()[0].expect("the reduction is set"));
+    }
+    assert!(!results.is_empty(), "no sample schedule");
+    let first = results[0];
+    assert!(
+        results.iter().all(|&r| bits(r) == bits(first)),
+        "{op:?} {shape:?}: schedules disagree: {results:?}"
+    );
+    first
+}
+
+#[test]
+fn min_and_max_of_nans_only_are_nan_and_of_a_mix_the_extreme_number() {
+    for op in [ReduceOp::Min, ReduceOp::Max] {
+        for shape in [&[2, 3][..], &[257], &[2, 2, 300]] {
+            let all_nan = reduce_on_gpu::<f32>(op, shape, |_| f32::NAN);
+            assert!(all_nan.is_nan(), "{op:?} f32 {shape:?}: {all_nan}");
+            let all_nan = reduce_on_gpu::<f64>(op, shape, |_| f64::NAN);
+            assert!(all_nan.is_nan(), "{op:?} f64 {shape:?}: {all_nan}");
+            // Numbers at two points (one past the first block where the rows are long),
+            // NaN elsewhere.
+            let n: usize = shape.iter().product();
+            let mixed = reduce_on_gpu::<f64>(op, shape, |p| match p {
+                1 => -2.5,
+                _ if p == n - 1 => 3.0,
+                _ => f64::NAN,
+            });
+            let want = if op == ReduceOp::Min { -2.5 } else { 3.0 };
+            assert_eq!(mixed, want, "{op:?} {shape:?}");
+        }
+    }
+}
+
 #[test]
 fn a_missing_barrier_is_caught_by_some_thread_order() {
     let kernel = plain_read(1, ElemType::F64, ReduceOp::Sum);

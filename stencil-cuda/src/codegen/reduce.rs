@@ -62,16 +62,12 @@ pub(crate) fn finish<T: Element>(ops: &[ReduceOp], partials: &[Vec<T>]) -> Vec<T
         .collect()
 }
 
-/// The operation's identity as an immediate of type `ty`.
+/// The operation's identity ([`stencil_core::reduce::identity`]: `+0`, or NaN for a minimum
+/// or maximum, which `min`/`max` ignore as they do in PTX) as an immediate of type `ty`.
 fn identity(op: ReduceOp, ty: Type) -> Operand {
-    let v = match op {
-        ReduceOp::Sum => 0.0,
-        ReduceOp::Min => f64::INFINITY,
-        ReduceOp::Max => f64::NEG_INFINITY,
-    };
     match ty {
-        Type::F32 => Operand::F32(v as f32),
-        _ => Operand::F64(v),
+        Type::F32 => Operand::F32(stencil_core::reduce::identity(op)),
+        _ => Operand::F64(stencil_core::reduce::identity(op)),
     }
 }
 

@@ -62,10 +62,15 @@ pub struct TuneReport {
     pub cut_short: bool,
     /// A winner this call tuned and then did not use: on a backend other than the reference
     /// (the CPU), a newly tuned single-sweep winner runs once more on the call's own data and
-    /// must agree with the CPU backend's result; one that does not is reported here (the
-    /// schedule in words and the first disagreement), never cached, and the call runs the
-    /// backend's default schedule instead (which must agree in turn, or the call fails with
-    /// `VerificationFailed`). `None` otherwise.
+    /// must agree with the CPU backend's result: for kernels of `+`, `-`, `*`, negation and
+    /// `abs`, each point within `stencil::verify`'s per-point bound, `(4 + 2 n)` epsilons of
+    /// the point's magnitude; for other kernels (and points near overflow) within
+    /// `stencil::tuning::WINNER_TOLERANCE_EPS` epsilons of the larger of 1 and the output's
+    /// largest finite magnitude, and each reduction within as many of the larger of 1 and its
+    /// value. One that does not is reported here (the schedule in words and the first
+    /// disagreement), never cached, and the call runs the backend's default schedule instead
+    /// (which must agree in turn, or the call fails with `VerificationFailed`). `None`
+    /// otherwise.
     pub rejected: Option<String>,
 }
 
