@@ -1,5 +1,5 @@
 //! Run-time misuse is a documented `Err` of the right kind, never a panic or a silent wrong
-//! answer (DESIGN.md section 4; the spine issue's list).
+//! answer (README.md, "Errors, not panics").
 
 use stencil::prelude::*;
 use stencil::{ElemType, ErrorKind, KernelBuilder, Stencil};

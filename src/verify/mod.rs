@@ -1,5 +1,5 @@
 //! `verify`: run a kernel through every available backend and a sample of schedules on random
-//! grids, and compare with the reference interpreter (DESIGN.md section 8).
+//! grids, and compare with the reference interpreter.
 //!
 //! Every case: random interior *and* halo values for the inputs (so a backend that reads the
 //! wrong halo point is caught), random parameters, outputs poisoned first with a distinctive

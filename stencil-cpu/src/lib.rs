@@ -1,4 +1,4 @@
-//! stencil-cpu: the CPU backend (DESIGN.md section 5, first stage: correct and parallel).
+//! stencil-cpu: the CPU backend (see ARCHITECTURE.md, `stencil-cpu`).
 //!
 //! [`CpuBackend`] owns a pinned rayon thread pool and implements [`stencil_core::Backend`] for
 //! `f32` and `f64`. A run cuts the interior into the tiles of a [`stencil_core::CpuSchedule`]

@@ -1,4 +1,4 @@
-//! stencil-tune: the backend-independent half of the tuner (DESIGN.md section 7).
+//! stencil-tune: the backend-independent half of the tuner (see ARCHITECTURE.md, `stencil-tune`).
 //!
 //! - [`engine`]: first-call tuning as a whole: memo, cache, the `quick` search, paired
 //!   decisions, time budgets, the machine's bandwidth and caches (the facade binds calls to it);

@@ -1,5 +1,5 @@
 //! Grids: `Grid<T, D>` with halo, padding, 64-byte alignment and per-face boundary
-//! conditions (DESIGN.md section 4).
+//! conditions (ARCHITECTURE.md, "Boundaries and halos").
 //!
 //! - `dense`: the [`Grid`] type, construction, boundaries, halo state, raw views;
 //! - `access`: points, rows, iteration and bulk writes of the interior;

@@ -120,7 +120,7 @@ pub(crate) fn same_bits<T: Element>(a: &[Vec<T>], b: &[Vec<T>]) -> bool {
         })
 }
 
-/// The 3-D 7-point heat stencil of DESIGN.md:
+/// The 3-D 7-point heat stencil of README.md's first example:
 /// `out = c0 * u[0] + c1 * (u[i-1] + u[i+1] + u[j-1] + u[j+1] + u[k-1] + u[k+1])`.
 pub(crate) fn seven_point(elem: ElemType) -> Kernel {
     let mut b = KernelBuilder::new("heat", 3, elem);
