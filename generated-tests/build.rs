@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use stencil_core::ElemType;
 use stencil_core::random::{RandomStencilConfig, random_stencil, random_stencil_source};
 
-/// How many kernels to generate (the spine issue asks for at least 50).
+/// How many kernels to generate (at least 50, so every shape class is drawn several times).
 const COUNT: usize = 60;
 
 fn main() {

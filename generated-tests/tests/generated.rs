@@ -56,6 +56,6 @@ fn check<T: Element>(kernels: Vec<Generated<T>>) -> usize {
 #[test]
 fn generated_kernels_match_the_interpreter_and_the_generator() {
     let n = check(generated_f64()) + check(generated_f32());
-    // Guard: the build step must have produced the kernels (the issue asks for at least 50).
+    // Guard: the build step must have produced the kernels (at least 50).
     assert!(n >= 50, "only {n} generated kernels");
 }
