@@ -16,6 +16,7 @@ use stencil_core::{
 };
 
 use crate::generic::{GenericRun, Program};
+use crate::input_rows::InputRows;
 use crate::output_rows::OutputRows;
 use crate::partition::Partition;
 use crate::pool::CpuBackend;
@@ -346,6 +347,7 @@ impl<T: Element> Backend<T> for CpuBackend {
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         let point_loop = stencil.cpu_loop().filter(|_| !schedule.force_generic);
         let (inputs, outputs, params) = job.parts_mut();
+        let inputs: Vec<InputRows<'_, T>> = inputs.iter().map(|&v| InputRows::new(v)).collect();
         let outputs = outputs
             .iter_mut()
             .zip(kernel.outputs())
@@ -356,7 +358,7 @@ impl<T: Element> Backend<T> for CpuBackend {
                 let run = SpecialisedRun::new(
                     point_loop,
                     plan.tiling,
-                    inputs,
+                    &inputs,
                     &outputs,
                     params,
                     plan.rows,
@@ -378,7 +380,7 @@ impl<T: Element> Backend<T> for CpuBackend {
                 let run = GenericRun::new(
                     &program,
                     plan.tiling,
-                    inputs,
+                    &inputs,
                     &outputs,
                     params,
                     options,
