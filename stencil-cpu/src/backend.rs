@@ -100,6 +100,13 @@ impl CpuBackend {
             return;
         }
         let threads = self.threads();
+        let busy = (0..partition.workers())
+            .filter(|&w| partition.blocks_of(w).next().is_some())
+            .take(2)
+            .count();
+        if busy > 1 {
+            self.count_parallel_run();
+        }
         self.pool().broadcast(|ctx| {
             // Pool thread `i` runs the blocks of workers `i`, `i + threads`, ...: all of them
             // when the schedule asks for no more workers than the pool has.
@@ -130,6 +137,7 @@ impl CpuBackend {
             "stencil-cpu: {workers} workers on a pool of {}",
             self.threads()
         );
+        self.count_parallel_run();
         self.pool().broadcast(|ctx| {
             if ctx.index() < workers {
                 work(ctx.index());
@@ -237,7 +245,8 @@ impl<T: Element> Backend<T> for CpuBackend {
 
     /// The default schedule with blocking depths 1 to 4 and slabs of 1 to 3 planes (depths
     /// that step counts do not divide, slabs thinner than the lag), one with a single
-    /// thread, the generic path blocked, and in 3-D small tiles.
+    /// thread, the generic path blocked, and in 3-D small tiles on two workers (so a share of
+    /// dimension 1 holds several tiles on a machine of any size).
     fn sample_steps_schedules(&self, _kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
         let default = self.default_cpu_schedule(shape);
         let mut out = Vec::new();
@@ -260,13 +269,15 @@ impl<T: Element> Backend<T> for CpuBackend {
             ..default
         });
         if shape.len() >= 3 {
-            // Tiles of 3 planes by 2 rows (with faces that are values or user-managed).
+            // Tiles of 3 planes by 2 rows (with faces that are values or user-managed), on two
+            // workers.
             let mut tile = default.tile;
             tile[1] = 2;
             out.push(CpuSchedule {
                 tile,
                 time_depth: 4,
                 time_slab: 3,
+                threads: 2,
                 ..default
             });
         }

@@ -45,7 +45,7 @@ mod tiling;
 pub use backend::INLINE_POINTS;
 pub use machine::{Machine, Topology, cpu_fingerprint, set_cache_sharers};
 pub use partition::Partition;
-pub use pool::{CpuBackend, THREADS_ENV};
+pub use pool::{CpuBackend, PoolActivity, THREADS_ENV};
 pub use schedules::{
     AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, LONG_ROW_REGISTER_ROWS, MIN_1D_CHUNK,
 };

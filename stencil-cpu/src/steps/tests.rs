@@ -183,8 +183,10 @@ fn skewed_tiles_lend_each_run_only_rows_no_other_worker_writes_in_its_phase() {
     for (stencil, path) in [(&generic, "generic"), (&rows, "rows")] {
         for face in [Boundary::Dirichlet(0.25), Boundary::UserManaged] {
             let what = format!("{path} path, faces {face:?}");
+            let tiled = backend.activity().tiled_time_loops;
             let outcome = run_case(stencil, &backend, (TILES_SHAPE, face), schedule, 7);
             assert!(outcome.blocking.tiles, "{what}: {:?}", outcome.blocking);
+            assert_eq!(backend.activity().tiled_time_loops, tiled + 1, "{what}");
             let accesses = outcome.audit.accesses();
             let workers: std::collections::BTreeSet<usize> =
                 accesses.iter().map(|a| a.worker).collect();

@@ -236,6 +236,9 @@ pub(super) fn run<T: Element>(
     let kernel = stencil.kernel();
     let shape = job.shape().to_vec();
     let workers = workers(backend, job, schedule);
+    if blocking.tiles && workers > 1 && shape[1] / workers > blocking.block {
+        backend.count_tiled_time_loop();
+    }
     let mut plan = crate::schedules::plan(schedule, &shape, T::ELEM.size_bytes(), workers, 0);
     plan.rows.streaming = false;
     if blocking.tiles {
