@@ -519,11 +519,23 @@ impl<'a, T: Element> StepsJob<'a, T> {
 
     /// Replaces the parameter values (between calls that run steps).
     ///
-    /// # Panics
-    /// If `params` has not one value per parameter.
-    pub fn set_params(&mut self, params: &[T]) {
-        assert_eq!(params.len(), self.params.len(), "one value per parameter");
+    /// # Errors
+    /// [`ErrorKind::BadArgument`] if `params` has not one value per parameter of the kernel
+    /// (the values are then left as they were).
+    pub fn set_params(&mut self, params: &[T]) -> Result<()> {
+        if params.len() != self.params.len() {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "kernel `{}` takes {} parameters, {} given",
+                    self.kernel().name,
+                    self.params.len(),
+                    params.len()
+                ),
+            ));
+        }
         self.params.copy_from_slice(params);
+        Ok(())
     }
 
     /// Steps done so far.
@@ -721,5 +733,24 @@ mod tests {
             err.message()
                 .contains("grid `c` has a halo of 1 but needs 2")
         );
+    }
+
+    #[test]
+    fn set_params_refuses_a_wrong_count_and_keeps_the_values() {
+        let stencil = stencil();
+        let mut grids = [storage(1), storage(1), storage(0), storage(2)];
+        let mut job = job(&stencil, &mut grids).unwrap();
+        for wrong in [&[][..], &[1.0, 2.0][..]] {
+            let err = job.set_params(wrong).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::BadArgument);
+            assert!(
+                err.message().contains("takes 1 parameters"),
+                "{}",
+                err.message()
+            );
+            assert_eq!(job.params(), &[1.0]);
+        }
+        job.set_params(&[3.0]).unwrap();
+        assert_eq!(job.params(), &[3.0]);
     }
 }
