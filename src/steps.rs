@@ -917,7 +917,7 @@ fn sweep_box<T: Element, const D: usize>(
         }
     }
     let mut job = stencil_core::Job::new(stencil, inputs, outputs, params.to_vec())?;
-    job.set_region(&lo, &hi)?;
+    job.set_region(backend, &lo, &hi)?;
     backend.run(&mut job, schedule)
 }
 

@@ -162,11 +162,12 @@ impl<T: Element> Backend<T> for CpuBackend {
         true
     }
 
-    /// Outputs read in place are read at each point before its store (plain stores).
+    /// A region's box is tiled as the interior is, shifted to the box.
     fn supports_regions(&self) -> bool {
         true
     }
 
+    /// Outputs read in place are read at each point before its store (plain stores).
     fn supports_in_place(&self) -> bool {
         true
     }
