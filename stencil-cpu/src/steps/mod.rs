@@ -74,13 +74,23 @@
 //!   for: 2), and `OutputRows::run` and `row` in `specialised` and `generic` (rows of the box
 //!   computed, each handed out once: 3).
 //!
-//! Miri could check these on a toolchain that has it (a nightly one). This crate's tests check
-//! arguments 2 to 4 structurally instead: an audit records every box of rows each worker is
-//! lent or writes in each phase of multi-worker loops (3-D, value faces, three workers,
-//! several tiles each; and slabs), finds no box meeting another worker's writes in its phase
-//! (and finds many when each run is lent the whole grid, as before), and the generic path
-//! asserts in debug builds that every row it reads lies in the box it was lent
-//! (`steps/tests.rs`, `steps/audit.rs`).
+//! This crate's tests check arguments 2 to 4 structurally on every `cargo test`: an audit
+//! records every box of rows each worker is lent or writes in each phase of multi-worker
+//! loops (3-D, value faces, three workers, several tiles each; and slabs), finds no box
+//! meeting another worker's writes in its phase (and finds many when each run is lent the
+//! whole grid, as before), and the generic path asserts in debug builds that every row it
+//! reads lies in the box it was lent (`steps/tests.rs`, `steps/audit.rs`). Miri checks the
+//! references themselves, by hand on a nightly toolchain (under Miri every job reaches the
+//! workers, so the same tests run on small grids; Stacked Borrows stops first in
+//! crossbeam-epoch, and the pool's collector is never freed):
+//!
+//! ```text
+//! MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks" \
+//!     RUSTFLAGS=-Ctarget-cpu=x86-64 cargo +nightly miri test -p stencil-cpu --lib steps::tests
+//! ```
+//!
+//! Both tests pass there; the whole-grid `&[T]` lent before failed at once with a data race
+//! between a worker's write of a row and another worker's retag of the whole grid.
 
 #[cfg(test)]
 mod audit;
