@@ -76,7 +76,7 @@ pub use stencil_core::{
     Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Max, Min, ReduceOp, ReductionTarget, Result,
     Rotation, Schedule, Stencil, StepsJob, Sum, analysis, hash, interp, ir, random, reduce,
 };
-pub use stencil_cpu::CpuBackend;
+pub use stencil_cpu::{CpuBackend, PoolActivity};
 pub use stencil_macros::stencil;
 pub use stencil_tune::{TunePolicy, TuningCache};
 pub use steps::{StepState, Steps, StepsReport};

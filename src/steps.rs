@@ -417,8 +417,11 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     ///   unknown `STENCIL_TUNE` is no error: it warns once and means the default policy.)
     /// - [`ErrorKind::DimensionMismatch`], [`ErrorKind::ShapeMismatch`]: grids of another
     ///   dimension count or interior shape than the kernel's or each other's.
-    /// - [`ErrorKind::HaloTooNarrow`]: a grid the loop reads (every grid of a rotation, and
-    ///   every coefficient) has a halo narrower than the kernel's radius.
+    /// - [`ErrorKind::HaloTooNarrow`]: a grid's halo is narrower than its own reach, the rule
+    ///   of [`Launch::run`](crate::Launch::run): a coefficient's against the kernel's reads of
+    ///   it (a coefficient read only at its own point needs no halo), a rotating grid's
+    ///   against the reads of every field of its chain (it plays each in turn); outputs in no
+    ///   chain need none.
     /// - [`ErrorKind::StaleHalo`]: a grid the first step reads changed since its halo was
     ///   filled and one of its boundary conditions depends on the interior.
     /// - [`ErrorKind::AliasedGrids`]: a grid the loop writes shares storage with another.
@@ -954,7 +957,7 @@ fn sweep_box<T: Element, const D: usize>(
         }
     }
     let mut job = stencil_core::Job::new(stencil, inputs, outputs, params.to_vec())?;
-    job.set_region(&lo, &hi)?;
+    job.set_region(backend, &lo, &hi)?;
     backend.run(&mut job, schedule)
 }
 

@@ -1,12 +1,12 @@
 //! `verify` can fail: wrong implementations planted behind the backend interface are reported
 //! (a wrong value, one unit in the last place where the backend promises the interpreter's
 //! bits, a small term dropped where it does not, an unwritten point, a write outside the
-//! interior, a modified input).
+//! interior, a modified input, a fault that shows only when work runs on several workers).
 
 use stencil::prelude::*;
 use stencil::{
-    Backend, CpuBackend, Element, ErrorKind, FieldViewMut, Job, Kernel, Schedule, VerifyConfig,
-    verify_with,
+    Backend, CpuBackend, Element, ErrorKind, FieldViewMut, Job, Kernel, Schedule, StepsJob,
+    VerifyConfig, verify_steps_with, verify_with,
 };
 
 stencil! {
@@ -318,4 +318,100 @@ fn a_computed_nan_with_the_poisons_bits_is_not_taken_for_an_unwritten_point() {
         &VerifyConfig::default(),
     )
     .unwrap();
+}
+
+#[test]
+fn the_default_cases_run_on_several_workers_and_in_skewed_tiles() {
+    // A pool of two threads (the cases do not depend on the machine's core count): jobs
+    // under `INLINE_POINTS` points run on the calling thread, so only a large enough shape
+    // reaches the partitions, the barriers and the tiles.
+    let cpu = CpuBackend::new(2).unwrap();
+    verify_with(laplacian::stencil(), &[&cpu], &VerifyConfig::default()).unwrap();
+    let sweeps = cpu.activity();
+    assert!(sweeps.parallel_runs > 0, "{sweeps:?}");
+    verify_steps_with(
+        laplacian::stencil(),
+        &[&["out", "u"]],
+        &[&cpu],
+        &VerifyConfig::default(),
+    )
+    .unwrap();
+    let loops = cpu.activity();
+    assert!(loops.parallel_runs > sweeps.parallel_runs, "{loops:?}");
+    assert!(loops.tiled_time_loops > 0, "{loops:?}");
+}
+
+/// A CPU backend of two threads with a fault that shows only where work ran on several
+/// workers at once (as a race, a wrong partition or a missing barrier would): after a sweep
+/// that reached the pool, or a time loop that ran in skewed tiles on it, one interior value
+/// of the output moves by one unit in the last place.
+struct OnSeveralWorkers(CpuBackend);
+
+/// Moves the value at storage index `at` of `data` by one unit in the last place.
+fn one_ulp_off(data: &mut [f64], at: usize) {
+    data[at] = f64::from_bits(data[at].to_bits() ^ 1);
+}
+
+impl Backend<f64> for OnSeveralWorkers {
+    fn name(&self) -> String {
+        "faulty-on-several-workers".into()
+    }
+    fn default_schedule(&self, k: &Kernel, s: &[usize]) -> Schedule {
+        Backend::<f64>::default_schedule(&self.0, k, s)
+    }
+    fn sample_schedules(&self, k: &Kernel, s: &[usize]) -> Vec<Schedule> {
+        Backend::<f64>::sample_schedules(&self.0, k, s)
+    }
+    fn sample_steps_schedules(&self, k: &Kernel, s: &[usize]) -> Vec<Schedule> {
+        Backend::<f64>::sample_steps_schedules(&self.0, k, s)
+    }
+    fn matches_interpreter_bits(&self, k: &Kernel, s: &Schedule) -> bool {
+        Backend::<f64>::matches_interpreter_bits(&self.0, k, s)
+    }
+    fn tuning_device(&self) -> Option<(String, usize)> {
+        Backend::<f64>::tuning_device(&self.0)
+    }
+    fn run(&self, job: &mut Job<'_, f64>, s: &Schedule) -> stencil::Result<()> {
+        let before = self.0.activity().parallel_runs;
+        self.0.run(job, s)?;
+        if self.0.activity().parallel_runs > before {
+            let at = last_interior(&job.outputs()[0]);
+            one_ulp_off(job.outputs_mut()[0].data, at);
+        }
+        Ok(())
+    }
+    fn run_steps(
+        &self,
+        job: &mut StepsJob<'_, f64>,
+        s: &Schedule,
+        steps: usize,
+    ) -> stencil::Result<()> {
+        let before = self.0.activity().tiled_time_loops;
+        self.0.run_steps(job, s, steps)?;
+        if self.0.activity().tiled_time_loops > before {
+            // The grid the last step wrote.
+            let index = job.grid_index(0, 0, job.done() - 1);
+            let grid = &mut job.grids_mut().0[0][index];
+            let at = last_interior(&grid.view);
+            one_ulp_off(grid.view.data, at);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_fault_that_shows_only_on_several_workers_is_reported() {
+    let faulty = OnSeveralWorkers(CpuBackend::new(2).unwrap());
+    let e = verify_with(laplacian::stencil(), &[&faulty], &VerifyConfig::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::VerificationFailed, "{e}");
+    assert!(e.to_string().contains("exactly"), "{e}");
+    let e = verify_steps_with(
+        laplacian::stencil(),
+        &[&["out", "u"]],
+        &[&faulty],
+        &VerifyConfig::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::VerificationFailed, "{e}");
+    assert!(e.to_string().contains("exactly"), "{e}");
 }

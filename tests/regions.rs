@@ -1,10 +1,10 @@
 //! `Job::set_region` on the CPU backend: only the box's points are written, each with the
 //! value a whole sweep gives it, under every sampled schedule, for a generated loop and the
-//! generic path. (The distributed time loop sweeps a rank's inner box while its halo is in
-//! flight, then the shell: `stencil::mpi`.)
+//! generic path; a backend that does not run regions refuses one. (The distributed time loop
+//! sweeps a rank's inner box while its halo is in flight, then the shell: `stencil::mpi`.)
 
 use stencil::prelude::*;
-use stencil::{Backend, CpuBackend, Job, Schedule, Stencil};
+use stencil::{Backend, CpuBackend, EmulatedGpu, ErrorKind, Job, Schedule, Stencil};
 
 stencil! {
     fn heat(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
@@ -30,7 +30,7 @@ fn sweep(
     )
     .unwrap();
     if let Some((lo, hi)) = region {
-        job.set_region(&lo, &hi).unwrap();
+        job.set_region(backend, &lo, &hi).unwrap();
     }
     backend.run(&mut job, schedule).unwrap();
 }
@@ -90,8 +90,36 @@ fn bad_regions_are_errors() {
         vec![0.4, 0.1],
     )
     .unwrap();
-    assert!(job.set_region(&[0, 0, 0], &[4, 4, 5]).is_err());
-    assert!(job.set_region(&[2, 0, 0], &[1, 4, 4]).is_err());
-    assert!(job.set_region(&[0, 0], &[4, 4]).is_err());
-    assert!(job.set_region(&[1, 1, 1], &[3, 3, 3]).is_ok());
+    let cpu = CpuBackend::global();
+    assert!(job.set_region(cpu, &[0, 0, 0], &[4, 4, 5]).is_err());
+    assert!(job.set_region(cpu, &[2, 0, 0], &[1, 4, 4]).is_err());
+    assert!(job.set_region(cpu, &[0, 0], &[4, 4]).is_err());
+    assert!(job.set_region(cpu, &[1, 1, 1], &[3, 3, 3]).is_ok());
+}
+
+#[test]
+fn a_backend_that_does_not_run_regions_refuses_one_instead_of_ignoring_it() {
+    // The PTX emulator computes the whole interior: given a region, it would write points
+    // outside it.
+    let emulated = EmulatedGpu::new();
+    assert!(!<EmulatedGpu as Backend<f64>>::supports_regions(&emulated));
+    let u = Grid3::<f64>::with_halo([4, 4, 4], 1).unwrap();
+    let mut out = u.like();
+    let mut job = Job::new(
+        heat::stencil(),
+        vec![u.view()],
+        vec![out.kernel_output_view()],
+        vec![0.4, 0.1],
+    )
+    .unwrap();
+    let err = job
+        .set_region(&emulated, &[1, 1, 1], &[3, 3, 3])
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BackendUnavailable);
+    assert!(err.message().contains("does not run regions"), "{err}");
+    assert_eq!(job.region(), None);
+    // The backend that runs it takes the same region.
+    job.set_region(CpuBackend::global(), &[1, 1, 1], &[3, 3, 3])
+        .unwrap();
+    assert!(job.region().is_some());
 }

@@ -667,6 +667,80 @@ fn misuse_is_an_error() {
 }
 
 #[test]
+fn coefficients_read_at_their_point_need_no_halo_in_a_time_loop_as_in_one_run() {
+    // The DIA product's seven diagonals are read at their own point: `run()` takes them with
+    // a halo of 0, and so does the time loop (`y -> x`), on several workers in skewed tiles
+    // (39,168 points, Dirichlet faces) as on one, matching `run()` then swap bit for bit.
+    let shape = [34, 32, 36];
+    let mut random = Random(0xd1a);
+    let diagonals: Vec<Grid3<f64>> = (0..7)
+        .map(|_| {
+            let mut a = Grid3::<f64>::with_halo(shape, 0).unwrap();
+            a.fill_with(|_| 0.3 * random.value());
+            a
+        })
+        .collect();
+    let mut x0 = Grid3::<f64>::with_halo(shape, 1).unwrap();
+    x0.fill_with(|_| random.value());
+    let mut y0 = x0.like();
+    y0.fill_with(|_| f64::NAN);
+    let a = |k: usize| &diagonals[k];
+    let (mut x, mut y) = (x0.repadded(0).unwrap(), y0.repadded(0).unwrap());
+    for _ in 0..5 {
+        kernels::dia_spmv(&x, a(0), a(1), a(2), a(3), a(4), a(5), a(6), &mut y)
+            .run()
+            .unwrap();
+        std::mem::swap(&mut x, &mut y);
+    }
+    let schedules = [
+        CpuSchedule::default(),
+        CpuSchedule {
+            time_depth: 4,
+            ..CpuSchedule::default()
+        },
+    ];
+    for (backend, schedule) in [CpuBackend::new(2), CpuBackend::new(1)]
+        .iter()
+        .map(|b| b.as_ref().unwrap())
+        .flat_map(|b| schedules.map(|s| (b, s)))
+    {
+        let (mut xs, mut ys) = (x0.repadded(0).unwrap(), y0.repadded(0).unwrap());
+        let mut time_loop = Steps::new(kernels::dia_spmv::stencil())
+            .on(backend)
+            .schedule(Schedule::Cpu(schedule))
+            .rotate(&["y", "x"])
+            .grid("x", &mut xs)
+            .grid("y", &mut ys);
+        for (k, diagonal) in diagonals.iter().enumerate() {
+            time_loop = time_loop.input(&format!("a{k}"), diagonal);
+        }
+        time_loop.run(5).unwrap();
+        let what = format!("{} threads, {schedule:?}", backend.threads());
+        assert_same(
+            &[xs, ys],
+            &[x.repadded(0).unwrap(), y.repadded(0).unwrap()],
+            &what,
+        );
+    }
+    // A rotating grid still needs the reach of its chain: `y` becomes `x`.
+    let mut thin = Grid3::<f64>::with_halo(shape, 0).unwrap();
+    let mut time_loop = Steps::new(kernels::dia_spmv::stencil())
+        .rotate(&["y", "x"])
+        .grid("x", &mut x)
+        .grid("y", &mut thin);
+    for (k, diagonal) in diagonals.iter().enumerate() {
+        time_loop = time_loop.input(&format!("a{k}"), diagonal);
+    }
+    let err = time_loop.run(1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::HaloTooNarrow);
+    assert!(
+        err.to_string()
+            .contains("grid `y` has a halo of 0 but needs 1"),
+        "{err}"
+    );
+}
+
+#[test]
 fn the_macro_generates_a_typed_time_loop_from_the_rotate_attribute() {
     // Three levels: `wave::steps` takes every grid mutably; after the loop `u` holds the
     // newest step and `u_prev` the one before, as the hand-written rotation leaves them.

@@ -10,17 +10,20 @@
 //! products, or a tolerance scaled to the element type and the output's largest magnitude:
 //! see [`VerifyConfig::tolerance_eps`]); no
 //! halo or padding element of an output was written; no input element changed. Shapes include
-//! size-1 dimensions, primes, and shapes smaller than the schedules' tiles; every other shape
-//! gives each grid of the call a different row padding ([`Grid::with_padding`]), so a backend
-//! that assumes the fields share strides is caught.
+//! size-1 dimensions, primes, and shapes smaller than the schedules' tiles, and for backends
+//! whose schedules run on several threads one shape large enough for the CPU backend's pool
+//! (smaller jobs run on the calling thread), so its partitions, barriers and skewed time-loop
+//! tiles are checked too; every other shape gives each grid of the call a different row
+//! padding ([`Grid::with_padding`]), so a backend that assumes the fields share strides is
+//! caught.
 
 use std::fmt;
 
 use stencil_core::grid::{Boundary, Grid};
 use stencil_core::rng::Rng;
 use stencil_core::{
-    Backend, ElemType, Element, Error, ErrorKind, FieldViewMut, Job, Result, Schedule, Stencil,
-    analysis, interp,
+    Backend, ElemType, Element, Error, ErrorKind, FieldViewMut, Geometry, Job, Result, Schedule,
+    Stencil, analysis, interp,
 };
 use stencil_cpu::CpuBackend;
 use stencil_cuda::EmulatedGpu;
@@ -36,7 +39,9 @@ pub struct VerifyConfig {
     /// Seed of the random grids and parameters (the same seed gives the same cases).
     pub seed: u64,
     /// Interior shapes to try; `None` for the built-in set of tiny, odd and prime shapes
-    /// for the kernel's dimension count.
+    /// for the kernel's dimension count, plus, on backends whose schedules run on several
+    /// threads, one of just over 2^15 points (the CPU backend runs smaller jobs on the
+    /// calling thread, so its pool, partitions, barriers and time-loop tiles need it).
     pub shapes: Option<Vec<Vec<usize>>>,
     /// Relative tolerance in units of the element type's epsilon, scaled by
     /// `max(1, max |reference|)` of each output. Used only where neither stricter check
@@ -180,43 +185,97 @@ pub fn verify_with<T: Element>(
     }
 }
 
+/// One shape of the cases, and whether it is there to reach a thread pool (see
+/// [`default_shapes`]).
+#[derive(Clone, Copy, Debug)]
+struct CaseShape<const D: usize> {
+    shape: [usize; D],
+    pool: bool,
+}
+
+impl<const D: usize> CaseShape<D> {
+    /// Whether `backend` runs this shape's cases: every shape but those for a pool, which
+    /// only backends whose schedules run on several threads get.
+    fn runs_on<T: Element>(&self, backend: &dyn Backend<T>) -> bool {
+        !self.pool || runs_on_threads(backend)
+    }
+}
+
+/// Whether `backend`'s schedules run on several threads ([`Backend::tuning_device`]'s
+/// thread count): the CPU backend's pool, not the PTX emulator nor a GPU.
+fn runs_on_threads<T: Element>(backend: &dyn Backend<T>) -> bool {
+    backend
+        .tuning_device()
+        .is_some_and(|(_, threads)| threads > 1)
+}
+
 /// The shapes `config` asks for (the built-in ones by default), each `D`-D.
 ///
 /// # Errors
 /// [`ErrorKind::BadArgument`] naming `what` for a shape of another dimension count.
-fn config_shapes<const D: usize>(config: &VerifyConfig, what: &str) -> Result<Vec<[usize; D]>> {
+fn config_shapes<const D: usize>(config: &VerifyConfig, what: &str) -> Result<Vec<CaseShape<D>>> {
     let shapes = match &config.shapes {
-        Some(s) => s.clone(),
+        Some(s) => s.iter().map(|shape| (shape.clone(), false)).collect(),
         None => default_shapes(D),
     };
     shapes
         .iter()
-        .map(|shape| {
-            shape.as_slice().try_into().map_err(|_| {
+        .map(|(shape, pool)| {
+            let shape = shape.as_slice().try_into().map_err(|_| {
                 Error::new(
                     ErrorKind::BadArgument,
                     format!("{what}: shape {shape:?} is not {D}-D"),
                 )
-            })
+            })?;
+            Ok(CaseShape { shape, pool: *pool })
         })
         .collect()
 }
 
-/// The built-in shapes: size-1 dimensions, tiny, prime and mixed extents.
-fn default_shapes(n_dims: usize) -> Vec<Vec<usize>> {
-    let table: &[&[usize]] = match n_dims {
-        1 => &[&[1], &[2], &[7], &[64], &[1031]],
-        2 => &[&[1, 1], &[1, 9], &[5, 1], &[3, 7], &[13, 17], &[33, 65]],
-        3 => &[
-            &[1, 1, 1],
-            &[2, 3, 5],
-            &[1, 7, 1],
-            &[7, 11, 13],
-            &[17, 4, 33],
+/// The built-in shapes: size-1 dimensions, tiny, prime and mixed extents, and one shape per
+/// dimension count of just over [`INLINE_POINTS`](stencil_cpu::INLINE_POINTS) points (marked
+/// `true`), the least for which the CPU backend runs a job on its pool rather than on the
+/// calling thread: its partitions, and in a time loop the workers' barriers and, in 3-D and
+/// 4-D, the skewed tiles (each share of dimension 1 on two workers wider than
+/// `3 (depth - 1)` times a reach of up to 4, and than the sampled tile rows). Those run only
+/// on backends whose schedules run on several threads (the PTX emulator would take seconds
+/// per case), at an even position (exact halos, and in `verify_steps` value faces, which the
+/// tiles need).
+fn default_shapes(n_dims: usize) -> Vec<(Vec<usize>, bool)> {
+    let table: &[(&[usize], bool)] = match n_dims {
+        1 => &[
+            (&[1], false),
+            (&[2], false),
+            (&[7], false),
+            (&[64], false),
+            (&[33_023], true),
+            (&[1031], false),
         ],
-        _ => &[&[1, 1, 1, 1], &[2, 3, 1, 5], &[3, 5, 4, 7]],
+        2 => &[
+            (&[1, 1], false),
+            (&[1, 9], false),
+            (&[5, 1], false),
+            (&[3, 7], false),
+            (&[13, 17], false),
+            (&[33, 65], false),
+            (&[181, 183], true),
+        ],
+        3 => &[
+            (&[1, 1, 1], false),
+            (&[2, 3, 5], false),
+            (&[1, 7, 1], false),
+            (&[7, 11, 13], false),
+            (&[5, 80, 83], true),
+            (&[17, 4, 33], false),
+        ],
+        _ => &[
+            (&[1, 1, 1, 1], false),
+            (&[2, 3, 1, 5], false),
+            (&[3, 80, 2, 71], true),
+            (&[3, 5, 4, 7], false),
+        ],
     };
-    table.iter().map(|s| s.to_vec()).collect()
+    table.iter().map(|&(s, pool)| (s.to_vec(), pool)).collect()
 }
 
 /// The value outputs are filled with before a run: marks "not written". It is a number, not a
@@ -287,7 +346,11 @@ fn verify_dims<T: Element, const D: usize>(
     let n_outputs = kernel.outputs().count();
     let mut rng = Rng::new(config.seed);
     let mut report = VerifyReport::empty(kernel, backends);
-    for (shape_idx, &shape) in shapes.iter().enumerate() {
+    for (shape_idx, case_shape) in shapes.iter().enumerate() {
+        let shape = case_shape.shape;
+        if !backends.iter().any(|b| case_shape.runs_on(*b)) {
+            continue;
+        }
         // Alternate halo widths: exactly the radius, and wider. The wider cases also pad
         // their grids' rows, each grid differently (the fields of one call then have different
         // strides).
@@ -355,8 +418,20 @@ fn verify_dims<T: Element, const D: usize>(
                 expected.iter_mut().map(|g| g.view_mut()).collect();
             interp::run_reducing(kernel, &views, &mut outs, &params)
         };
-        // Per-point bounds for backends that reassociate (kernels of sums and products).
-        let magnitudes = magnitude::magnitudes(kernel, &inputs, &params, (shape, halo))?;
+        // Per-point bounds for backends that reassociate (kernels of sums and products), when
+        // a backend on this shape has a schedule that does.
+        let reassociates = backends
+            .iter()
+            .filter(|b| case_shape.runs_on(**b))
+            .any(|b| {
+                b.sample_schedules(kernel, &shape)
+                    .iter()
+                    .any(|s| !b.matches_interpreter_bits(kernel, s))
+            });
+        let magnitudes = match reassociates {
+            true => magnitude::magnitudes(kernel, &inputs, &params, (shape, halo))?,
+            false => None,
+        };
         let scales: Vec<f64> = expected
             .iter()
             .map(|g| {
@@ -371,7 +446,7 @@ fn verify_dims<T: Element, const D: usize>(
             .map(|g| g.as_slice().iter().map(|&v| bits(v)).collect())
             .collect();
 
-        for backend in backends {
+        for backend in backends.iter().filter(|b| case_shape.runs_on(**b)) {
             stencil_core::check_support(*backend, kernel)?;
             for schedule in backend.sample_schedules(kernel, &shape) {
                 let run = |poison: T| -> Result<RunResult<T, D>> {
@@ -433,14 +508,6 @@ fn verify_dims<T: Element, const D: usize>(
         }
     }
     report.unless_empty("verify")
-}
-
-/// The magnitude at `point` when `allowed` is per point.
-fn allowed_at<const D: usize>(allowed: &Allowed<'_, D>, point: [usize; D]) -> Option<f64> {
-    match allowed {
-        Allowed::PerPoint(m, _) => Some(m[point]),
-        _ => None,
-    }
 }
 
 /// [`VerifyConfig::special_values`] for a backend that does not compute the interpreter's
@@ -584,45 +651,67 @@ fn compare<T: Element, const D: usize>(
     };
     let mut n = 0;
     let geom = *got.geometry();
-    for (point, w) in want.interior_iter() {
-        let g = got[point];
-        if unwritten(geom.index(&point.map(|c| c as isize)), g) {
-            return Err(case.fail(format!("output `{name}` at {point:?} was not written")));
+    let (got_data, want_data) = (got.as_slice(), want.as_slice());
+    let magnitudes = match allowed {
+        Allowed::PerPoint(m, _) => Some(m),
+        _ => None,
+    };
+    // Row by row: each interior row's first point, then its points along the row.
+    let shape = geom.shape;
+    let rows: usize = shape[..D - 1].iter().product();
+    let row_len = shape[D - 1];
+    let mut interior = vec![false; got_data.len()];
+    for r in 0..rows {
+        let mut point = [0usize; D];
+        let mut rest = r;
+        for d in (0..D - 1).rev() {
+            point[d] = rest % shape[d];
+            rest /= shape[d];
         }
-        let (exact, tol) = match allowed {
-            Allowed::Exact => (true, 0.0),
-            Allowed::PerPoint(m, factor) => (false, magnitude::bound::<T>(m[point], factor)),
-            Allowed::Scaled(scale) => (false, config.tolerance_eps * T::EPSILON.to_f64() * scale),
-        };
-        let ok = if config.special_values && !exact {
-            special_agrees(g, w, allowed_at(&allowed, point), tol, config)
-        } else {
-            agrees(g, w, exact, tol)
-        };
-        if !ok {
-            let how = match allowed {
-                Allowed::Exact => "exactly: the backend keeps the interpreter's arithmetic".into(),
-                Allowed::PerPoint(m, factor) => format!(
-                    "per-point bound {tol:e}: {factor} epsilons of the point's magnitude {:e}",
-                    m[point]
-                ),
-                Allowed::Scaled(_) => format!("tolerance {tol:e}"),
+        let at = |grid: &Geometry| grid.index(&point.map(|c| c as isize));
+        let (got_at, want_at) = (at(&geom), at(want.geometry()));
+        let magnitude_at = magnitudes.map(|m| (m.as_slice(), at(m.geometry())));
+        interior[got_at..got_at + row_len].fill(true);
+        for j in 0..row_len {
+            point[D - 1] = j;
+            let (g, w) = (got_data[got_at + j], want_data[want_at + j]);
+            if unwritten(got_at + j, g) {
+                return Err(case.fail(format!("output `{name}` at {point:?} was not written")));
+            }
+            let magnitude = magnitude_at.map(|(m, m_at)| m[m_at + j]);
+            let (exact, tol) = match (&allowed, magnitude) {
+                (Allowed::PerPoint(_, factor), Some(m)) => {
+                    (false, magnitude::bound::<T>(m, *factor))
+                }
+                (Allowed::Scaled(scale), _) => {
+                    (false, config.tolerance_eps * T::EPSILON.to_f64() * scale)
+                }
+                _ => (true, 0.0),
             };
-            let (g, w) = (g.to_f64(), w.to_f64());
-            return Err(case.fail(format!(
-                "output `{name}` at {point:?}: expected {w:e}, found {g:e} ({how})"
-            )));
+            let ok = if config.special_values && !exact {
+                special_agrees(g, w, magnitude, tol, config)
+            } else {
+                agrees(g, w, exact, tol)
+            };
+            if !ok {
+                let how = match (&allowed, magnitude) {
+                    (Allowed::PerPoint(_, factor), Some(m)) => format!(
+                        "per-point bound {tol:e}: {factor} epsilons of the point's magnitude {m:e}"
+                    ),
+                    (Allowed::Scaled(_), _) => format!("tolerance {tol:e}"),
+                    _ => "exactly: the backend keeps the interpreter's arithmetic".into(),
+                };
+                let (g, w) = (g.to_f64(), w.to_f64());
+                return Err(case.fail(format!(
+                    "output `{name}` at {point:?}: expected {w:e}, found {g:e} ({how})"
+                )));
+            }
+            n += 1;
         }
-        n += 1;
     }
     // Everything outside the interior must still be poison.
-    let geom = got.geometry();
-    let interior: std::collections::HashSet<usize> = want
-        .interior_iter()
-        .map(|(p, _)| geom.index(&p.map(|c| c as isize)))
-        .collect();
-    for (idx, &v) in got.as_slice().iter().enumerate() {
-        if !interior.contains(&idx) && !unwritten(idx, v) {
+    for (idx, &v) in got_data.iter().enumerate() {
+        if !interior[idx] && !unwritten(idx, v) {
             return Err(case.fail(format!(
                 "output `{name}`: storage element {idx} outside the interior was written"
             )));

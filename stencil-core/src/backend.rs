@@ -230,15 +230,26 @@ impl<'a, T: Element> Job<'a, T> {
         &self.params
     }
 
-    /// Restricts the job to the box `lo[d]..hi[d]` of the interior (one entry per dimension):
-    /// a backend that [supports regions](Backend::supports_regions) computes only its points
-    /// and writes no other output point. An empty box computes nothing.
+    /// Restricts the job to the box `lo[d]..hi[d]` of the interior (one entry per dimension)
+    /// for a run on `backend`, which computes only the box's points and writes no other
+    /// output point. An empty box computes nothing. Only a backend that
+    /// [supports regions](Backend::supports_regions) takes a region (another would compute
+    /// the whole interior): run the job on the backend named here.
     ///
     /// # Errors
-    /// [`ErrorKind::BadArgument`] for a box with another dimension count than the kernel's or
-    /// reaching past the interior, or on a kernel with reductions (a reduction is over the
-    /// whole interior).
-    pub fn set_region(&mut self, lo: &[usize], hi: &[usize]) -> Result<()> {
+    /// - [`ErrorKind::BadArgument`] for a box with another dimension count than the kernel's
+    ///   or reaching past the interior, or on a kernel with reductions (a reduction is over
+    ///   the whole interior).
+    /// - [`ErrorKind::BackendUnavailable`] when `backend` does not support regions (as
+    ///   [`check_support`] refuses what a backend does not compute).
+    ///
+    /// An error leaves the job's region as it was.
+    pub fn set_region(
+        &mut self,
+        backend: &dyn Backend<T>,
+        lo: &[usize],
+        hi: &[usize],
+    ) -> Result<()> {
         let shape = self.shape().to_vec();
         let bad = lo.len() != shape.len()
             || hi.len() != shape.len()
@@ -260,6 +271,17 @@ impl<'a, T: Element> Job<'a, T> {
                     "kernel `{}` has reductions, which cover the whole interior: it runs on no \
                      region",
                     self.kernel().name
+                ),
+            ));
+        }
+        if !backend.supports_regions() {
+            return Err(Error::new(
+                ErrorKind::BackendUnavailable,
+                format!(
+                    "kernel `{}`: backend `{}` does not run regions (it computes the whole \
+                     interior); run the job on the CPU backend, or without a region",
+                    self.kernel().name,
+                    backend.name()
                 ),
             ));
         }
@@ -339,8 +361,8 @@ pub trait Backend<T: Element>: Send + Sync {
     }
 
     /// Whether this backend honours [`Job::set_region`] (computes only the region's points).
-    /// Backends that do not run every job over the whole interior, so callers check this
-    /// before setting a region. The default is `false`.
+    /// The default is `false`: [`Job::set_region`] then refuses a region for this backend
+    /// with [`ErrorKind::BackendUnavailable`], so a region is never ignored.
     fn supports_regions(&self) -> bool {
         false
     }

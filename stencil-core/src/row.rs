@@ -31,24 +31,147 @@
 //! - a [`RowFn`] writes each point's value, as for an output; the backend cuts them into
 //!   blocks right after the call.
 //!
-//! Everything here but [`OutputRun::from_raw_parts`] is safe code: input slices are
-//! bounds-checked against the input's whole storage, so a backend that gets the geometry
-//! wrong panics instead of reading out of bounds, and output rows are checked against the
-//! run's extent.
+//! Everything here but [`OutputRun::from_raw_parts`] and [`RowInput::from_raw_parts`] is safe
+//! code: input slices are bounds-checked against the input's whole storage, so a backend that
+//! gets the geometry wrong panics instead of reading out of bounds, and output rows are checked
+//! against the run's extent.
+//!
+//! **Inputs are row views, not slices of the grid.** A [`RowInput`] holds where an input's
+//! storage lies, not a `&[T]` over it: the only references it ever makes are the slices a row
+//! function asks for (a row segment it reads, a window along such a row, a row it prefetches).
+//! A backend whose threads write other rows of the same grid at the same time (the CPU
+//! backend's skewed time-loop tiles) can then lend an input soundly, promising only that
+//! nobody writes the rows the row function reads while it reads them
+//! ([`RowInput::from_raw_parts`]); a `&[T]` over the whole grid would assert that nobody
+//! writes any of it.
 
 use std::marker::PhantomData;
 
 use crate::ir::MAX_DIMS;
 
-/// Where one input's row starts, for one row of the iteration.
-#[derive(Clone, Copy, Debug)]
+/// Where one input's row starts, for one row of the iteration: the input grid's storage
+/// (held by pointer and length, see the module documentation), the storage index of the row's
+/// first point and the grid's strides.
+#[derive(Debug)]
 pub struct RowInput<'a, T> {
-    /// The input grid's whole storage.
-    pub data: &'a [T],
+    storage: Storage<'a, T>,
     /// Storage index of the row's first point (offset zero).
     pub start: usize,
     /// The input grid's element strides.
     pub strides: [usize; MAX_DIMS],
+}
+
+impl<T> Clone for RowInput<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for RowInput<'_, T> {}
+
+impl<'a, T> RowInput<'a, T> {
+    /// The input stored in `data` (the grid's whole storage), its row at storage index
+    /// `start`, laid out with `strides`.
+    #[inline]
+    pub fn new(data: &'a [T], start: usize, strides: [usize; MAX_DIMS]) -> Self {
+        RowInput {
+            storage: Storage {
+                ptr: data.as_ptr(),
+                len: data.len(),
+                _borrow: PhantomData,
+            },
+            start,
+            strides,
+        }
+    }
+
+    /// The input stored in the `len` elements at `ptr`, its row at storage index `start`,
+    /// laid out with `strides`: for a backend whose threads write other parts of the same
+    /// storage while row functions read this input.
+    ///
+    /// # Safety
+    /// For `'a`, the `len` elements at `ptr` must be valid for reads, and no element of a
+    /// slice that this value (or a copy, or a [`RowArgs`] or [`RowWindow`] made from it) hands
+    /// out may be written while that slice lives: the caller decides which rows the row
+    /// functions it calls read, and promises that nobody writes those rows meanwhile.
+    #[inline]
+    pub unsafe fn from_raw_parts(
+        ptr: *const T,
+        len: usize,
+        start: usize,
+        strides: [usize; MAX_DIMS],
+    ) -> Self {
+        RowInput {
+            storage: Storage {
+                ptr,
+                len,
+                _borrow: PhantomData,
+            },
+            start,
+            strides,
+        }
+    }
+
+    /// Number of elements of the input's storage.
+    #[inline(always)]
+    pub fn storage_len(&self) -> usize {
+        self.storage.len
+    }
+
+    /// The `len` elements of the input's storage from storage index `from`, or `None` where
+    /// they leave it. The only way to read the input: no reference to any other element is
+    /// made.
+    #[inline(always)]
+    pub fn elements(&self, from: usize, len: usize) -> Option<&'a [T]> {
+        self.storage.elements(from, len)
+    }
+}
+
+/// An input's storage, read by slices of the elements asked for only (see [`RowInput`]).
+#[derive(Debug)]
+struct Storage<'a, T> {
+    ptr: *const T,
+    len: usize,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+impl<T> Clone for Storage<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Storage<'_, T> {}
+
+// SAFETY: a `Storage` stands for a shared borrow of its elements (a `&'a [T]`, which is `Send`
+// and `Sync` exactly when `T: Sync`) and only ever reads through it.
+unsafe impl<T: Sync> Send for Storage<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Storage<'_, T> {}
+
+impl<'a, T> Storage<'a, T> {
+    /// See [`RowInput::elements`].
+    #[inline(always)]
+    fn elements(&self, from: usize, len: usize) -> Option<&'a [T]> {
+        let end = from.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: `from..end` lies inside the `len` elements at `ptr` (checked above), which
+        // are valid for reads for `'a` (borrowed by `RowInput::new`, or promised by
+        // `RowInput::from_raw_parts`, whose caller also promises that nobody writes these
+        // elements while the slice lives).
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(from), len) })
+    }
+
+    /// [`elements`](Self::elements), panicking where they leave the storage (a backend bug).
+    #[inline(always)]
+    fn expect(&self, from: usize, len: usize) -> &'a [T] {
+        match self.elements(from, len) {
+            Some(elements) => elements,
+            None => out_of_storage(from, len, self.len),
+        }
+    }
 }
 
 /// Arguments of one row call.
@@ -191,7 +314,7 @@ impl<'a, T> OutputRun<'a, T> {
 /// for row `r` (see [`RowArgs::row_window`]).
 #[derive(Debug)]
 pub struct RowWindow<'a, T> {
-    data: &'a [T],
+    storage: Storage<'a, T>,
     start: usize,
     stride: usize,
 }
@@ -213,7 +336,7 @@ impl<'a, T> RowWindow<'a, T> {
     #[inline(always)]
     pub fn at(&self, r: usize, len: usize) -> &'a [T] {
         let start = self.start + r * self.stride;
-        &self.data[start..start + len]
+        self.storage.expect(start, len)
     }
 }
 
@@ -267,7 +390,7 @@ impl<'a, T: Copy> RowArgs<'a, T> {
         let (row, from) = self.displaced(input, offset);
         let from = usize::try_from(from + start).expect("window starts before the grid's storage");
         RowWindow {
-            data: row.data,
+            storage: row.storage,
             start: from,
             stride: row.strides[self.row_dim],
         }
@@ -366,7 +489,7 @@ impl<'a, T: Copy> RowArgs<'a, T> {
     pub fn input(&self, input: usize, offset: [isize; MAX_DIMS]) -> &'a [T] {
         let (row, start) = self.displaced(input, offset);
         let start = usize::try_from(start).expect("row starts before the grid's storage");
-        &row.data[start..start + self.len]
+        row.storage.expect(start, self.len)
     }
 
     /// `len` elements of input number `input` starting `start` points (possibly negative)
@@ -386,7 +509,7 @@ impl<'a, T: Copy> RowArgs<'a, T> {
     ) -> &'a [T] {
         let (row, from) = self.displaced(input, offset);
         let from = usize::try_from(from + start).expect("span starts before the grid's storage");
-        &row.data[from..from + len]
+        row.storage.expect(from, len)
     }
 
     /// `len` elements of input number `input` starting `start` points (possibly negative)
@@ -403,7 +526,7 @@ impl<'a, T: Copy> RowArgs<'a, T> {
     ) -> Option<&'a [T]> {
         let (row, from) = self.displaced(input, offset);
         let from = usize::try_from(from + start).ok()?;
-        row.data.get(from..from.checked_add(len)?)
+        row.storage.elements(from, len)
     }
 
     /// Element stride of input number `input` along dimension `dim`.
@@ -419,6 +542,13 @@ impl<'a, T: Copy> RowArgs<'a, T> {
     }
 }
 
+/// The panic of a read past an input's storage (a backend bug: see [`RowArgs::input`]).
+#[cold]
+#[inline(never)]
+fn out_of_storage(from: usize, len: usize, storage: usize) -> ! {
+    panic!("input elements {from}..{from}+{len} outside its storage of {storage}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,11 +557,7 @@ mod tests {
     fn row_at_1_2(data: &[f64]) -> [RowInput<'_, f64>; 1] {
         let mut strides = [0; MAX_DIMS];
         strides[..2].copy_from_slice(&[10, 1]);
-        [RowInput {
-            data,
-            start: 12,
-            strides,
-        }]
+        [RowInput::new(data, 12, strides)]
     }
 
     #[test]

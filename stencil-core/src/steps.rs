@@ -21,7 +21,7 @@
 //! exactly what `n` calls of the kernel do, each followed by a rotation of the grids
 //! (`std::mem::swap` for a ping-pong), boundary conditions moving with their grids.
 
-use crate::analysis::radius;
+use crate::analysis::field_radius;
 use crate::backend::Job;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -265,8 +265,10 @@ impl<'a, T: Element> StepsJob<'a, T> {
     ///   with reductions (a time loop returns no scalars: run such a kernel once per step) or
     ///   reading an output in place.
     /// - [`ErrorKind::DimensionMismatch`], [`ErrorKind::ShapeMismatch`]: as [`Job::new`].
-    /// - [`ErrorKind::HaloTooNarrow`]: a coefficient, or any grid of a chain (each is read by
-    ///   some step), has a halo narrower than the kernel's radius.
+    /// - [`ErrorKind::HaloTooNarrow`]: a grid's halo is narrower than its own reach, the rule
+    ///   of [`Job::new`]: a coefficient's against the kernel's reads of it (none for one read
+    ///   only at its own point), a chain grid's against the reads of every field of its chain
+    ///   (it plays each in turn); outputs outside the rotation need none.
     /// - [`ErrorKind::AliasedGrids`]: two grids share storage, unless both are coefficients.
     pub fn new(
         stencil: &'a Stencil<T>,
@@ -406,15 +408,39 @@ impl<'a, T: Element> StepsJob<'a, T> {
                 ));
             }
         }
-        let r = radius(kernel).max();
-        let read_by_a_step = grids.iter().filter(|g| !lone_names.contains(&g.0));
-        for (n, g, _, _) in read_by_a_step {
-            if (g.halo as u64) < u64::from(r) {
+        // Each grid's halo against its own reach, as `Job::new` checks a single sweep's
+        // inputs: a coefficient against the kernel's reads of it; a grid of a chain against
+        // the reads of every field of its chain, each of which it plays in turn.
+        let reach = |id: FieldId| field_radius(kernel, id).max();
+        let mut needed: Vec<(u32, String)> = Vec::with_capacity(grids.len());
+        for ids in &rotation.chains {
+            let (r, field) = ids
+                .iter()
+                .map(|&id| (reach(id), name(id)))
+                .max_by_key(|&(r, _)| r)
+                .unwrap_or((0, ""));
+            let why = format!(
+                "it plays every field of chain `{}` in turn, and `{field}` is read up to {r} \
+                 points away",
+                ids.iter()
+                    .map(|&id| name(id))
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
+            );
+            needed.extend(ids.iter().map(|_| (r, why.clone())));
+        }
+        for (i, slot) in slots.iter().enumerate() {
+            if matches!(slot, FieldSlot::Coefficient(_)) {
+                let r = reach(FieldId::new(i));
+                needed.push((r, format!("it is read up to {r} points away")));
+            }
+        }
+        for ((n, g, _, _), (r, why)) in grids.iter().zip(&needed) {
+            if (g.halo as u64) < u64::from(*r) {
                 return Err(Error::new(
                     ErrorKind::HaloTooNarrow,
                     format!(
-                        "kernel `{}` reads up to {r} points away but grid `{n}` has a halo of {} \
-                         (in a time loop every grid of a rotation is read by some step): \
+                        "kernel `{}`: grid `{n}` has a halo of {} but needs {r} ({why}): \
                          allocate it with `Grid::with_halo(shape, {r})`",
                         kernel.name, g.halo
                     ),
@@ -493,11 +519,23 @@ impl<'a, T: Element> StepsJob<'a, T> {
 
     /// Replaces the parameter values (between calls that run steps).
     ///
-    /// # Panics
-    /// If `params` has not one value per parameter.
-    pub fn set_params(&mut self, params: &[T]) {
-        assert_eq!(params.len(), self.params.len(), "one value per parameter");
+    /// # Errors
+    /// [`ErrorKind::BadArgument`] if `params` has not one value per parameter of the kernel
+    /// (the values are then left as they were).
+    pub fn set_params(&mut self, params: &[T]) -> Result<()> {
+        if params.len() != self.params.len() {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "kernel `{}` takes {} parameters, {} given",
+                    self.kernel().name,
+                    self.params.len(),
+                    params.len()
+                ),
+            ));
+        }
         self.params.copy_from_slice(params);
+        Ok(())
     }
 
     /// Steps done so far.
@@ -612,5 +650,118 @@ impl<'a, T: Element> StepsJob<'a, T> {
             fill_halo(&mut grid.view, &faces);
             grid.constant_faces_filled = true;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ElemType, Geometry, KernelBuilder};
+
+    /// `out[i] = a[i] * u[i-1] + u[i+1] * k + c[i+2]`: chain `out -> u`, a coefficient `a`
+    /// read at its point and `c` read two points away.
+    fn stencil() -> Stencil<f64> {
+        let mut b = KernelBuilder::new("k", 1, ElemType::F64);
+        let u = b.input("u");
+        let a = b.input("a");
+        let c = b.input("c");
+        let out = b.output("out");
+        let k = b.param("k");
+        let (ra, rl, rr, rc) = (
+            b.read(a, &[0]),
+            b.read(u, &[-1]),
+            b.read(u, &[1]),
+            b.read(c, &[2]),
+        );
+        let k = b.param_ref(k);
+        let left = b.mul(ra, rl);
+        let right = b.mul(rr, k);
+        let sum = b.add(left, right);
+        let value = b.add(sum, rc);
+        b.store(out, value);
+        Stencil::new(b.finish().unwrap()).unwrap()
+    }
+
+    /// Storage for a grid of 8 points with halo `halo`.
+    fn storage(halo: usize) -> (Geometry, Vec<f64>) {
+        let geom = Geometry::new(&[8], halo, 8).unwrap();
+        (geom, vec![0.5; geom.len])
+    }
+
+    /// A job over grids with halos `[out, u, a, c]`.
+    fn job<'s>(
+        stencil: &'s Stencil<f64>,
+        grids: &'s mut [(Geometry, Vec<f64>)],
+    ) -> Result<StepsJob<'s, f64>> {
+        let rotation = Rotation::new(stencil.kernel(), &[vec!["out", "u"]])?;
+        let (rotating, coefficients) = grids.split_at_mut(2);
+        let chain = rotating
+            .iter_mut()
+            .map(|(geom, data)| StepGrid {
+                view: FieldViewMut { geom: *geom, data },
+                faces: vec![[Boundary::Dirichlet(0.0); 2]],
+                constant_faces_filled: false,
+            })
+            .collect();
+        let coefficients = coefficients
+            .iter()
+            .map(|(geom, data)| FieldView { geom: *geom, data })
+            .collect();
+        StepsJob::new(
+            stencil,
+            rotation,
+            vec![chain],
+            coefficients,
+            Vec::new(),
+            vec![1.0],
+        )
+    }
+
+    #[test]
+    fn each_grid_needs_a_halo_as_wide_as_its_own_reach() {
+        let stencil = stencil();
+        // `a` is read at its point only: no halo, as for one `run()`.
+        let mut grids = [storage(1), storage(1), storage(0), storage(2)];
+        assert!(job(&stencil, &mut grids).is_ok());
+        // `out` is written, but becomes `u` the step after: it needs `u`'s reach.
+        let mut grids = [storage(0), storage(1), storage(0), storage(2)];
+        let err = job(&stencil, &mut grids).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::HaloTooNarrow);
+        assert!(
+            err.message()
+                .contains("grid `out` has a halo of 0 but needs 1")
+        );
+        assert!(
+            err.message().contains("chain `out -> u`"),
+            "{}",
+            err.message()
+        );
+        // `c` is read two points away.
+        let mut grids = [storage(1), storage(1), storage(0), storage(1)];
+        let err = job(&stencil, &mut grids).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::HaloTooNarrow);
+        assert!(
+            err.message()
+                .contains("grid `c` has a halo of 1 but needs 2")
+        );
+    }
+
+    #[test]
+    fn set_params_refuses_a_wrong_count_and_keeps_the_values() {
+        let stencil = stencil();
+        let mut grids = [storage(1), storage(1), storage(0), storage(2)];
+        let mut job = job(&stencil, &mut grids).unwrap();
+        for wrong in [&[][..], &[1.0, 2.0][..]] {
+            let err = job.set_params(wrong).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::BadArgument);
+            assert!(
+                err.message().contains("takes 1 parameters"),
+                "{}",
+                err.message()
+            );
+            assert_eq!(job.params(), &[1.0]);
+        }
+        job.set_params(&[3.0]).unwrap();
+        assert_eq!(job.params(), &[3.0]);
     }
 }

@@ -112,11 +112,7 @@ fn hand_written(geom: &Geometry, u: &[f64], out: &mut [f64], how: Hand) {
     let row_fn: RowFn<f64> = std::hint::black_box(rows);
     let sweep_plane = |(p, out_plane): (usize, &mut [f64])| {
         let i = (p - geom.halo) as isize;
-        let mut input = [RowInput {
-            data: u,
-            start: 0,
-            strides: geom.strides,
-        }];
+        let mut input = [RowInput::new(u, 0, geom.strides)];
         for j in 0..nj as isize {
             let base = geom.index(&[i, j, 0]);
             let at = base - p * plane;

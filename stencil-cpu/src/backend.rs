@@ -16,6 +16,7 @@ use stencil_core::{
 };
 
 use crate::generic::{GenericRun, Program};
+use crate::input_rows::InputRows;
 use crate::output_rows::OutputRows;
 use crate::partition::Partition;
 use crate::pool::CpuBackend;
@@ -101,6 +102,13 @@ impl CpuBackend {
             return;
         }
         let threads = self.threads();
+        let busy = (0..partition.workers())
+            .filter(|&w| partition.blocks_of(w).next().is_some())
+            .take(2)
+            .count();
+        if busy > 1 {
+            self.count_parallel_run();
+        }
         self.pool().broadcast(|ctx| {
             // Pool thread `i` runs the blocks of workers `i`, `i + threads`, ...: all of them
             // when the schedule asks for no more workers than the pool has.
@@ -131,6 +139,7 @@ impl CpuBackend {
             "stencil-cpu: {workers} workers on a pool of {}",
             self.threads()
         );
+        self.count_parallel_run();
         self.pool().broadcast(|ctx| {
             if ctx.index() < workers {
                 work(ctx.index());
@@ -155,11 +164,12 @@ impl<T: Element> Backend<T> for CpuBackend {
         true
     }
 
-    /// Outputs read in place are read at each point before its store (plain stores).
+    /// A region's box is tiled as the interior is, shifted to the box.
     fn supports_regions(&self) -> bool {
         true
     }
 
+    /// Outputs read in place are read at each point before its store (plain stores).
     fn supports_in_place(&self) -> bool {
         true
     }
@@ -261,7 +271,8 @@ impl<T: Element> Backend<T> for CpuBackend {
 
     /// The default schedule with blocking depths 1 to 4 and slabs of 1 to 3 planes (depths
     /// that step counts do not divide, slabs thinner than the lag), one with a single
-    /// thread, the generic path blocked, and in 3-D small tiles.
+    /// thread, the generic path blocked, and in 3-D small tiles on two workers (so a share of
+    /// dimension 1 holds several tiles on a machine of any size).
     fn sample_steps_schedules(&self, _kernel: &Kernel, shape: &[usize]) -> Vec<Schedule> {
         let default = self.default_cpu_schedule(shape);
         let mut out = Vec::new();
@@ -284,13 +295,15 @@ impl<T: Element> Backend<T> for CpuBackend {
             ..default
         });
         if shape.len() >= 3 {
-            // Tiles of 3 planes by 2 rows (with faces that are values or user-managed).
+            // Tiles of 3 planes by 2 rows (with faces that are values or user-managed), on two
+            // workers.
             let mut tile = default.tile;
             tile[1] = 2;
             out.push(CpuSchedule {
                 tile,
                 time_depth: 4,
                 time_slab: 3,
+                threads: 2,
                 ..default
             });
         }
@@ -377,6 +390,7 @@ impl<T: Element> Backend<T> for CpuBackend {
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         let point_loop = stencil.cpu_loop().filter(|_| !schedule.force_generic);
         let (inputs, outputs, params) = job.parts_mut();
+        let inputs: Vec<InputRows<'_, T>> = inputs.iter().map(|&v| InputRows::new(v)).collect();
         let outputs = outputs
             .iter_mut()
             .zip(kernel.outputs())
@@ -387,7 +401,7 @@ impl<T: Element> Backend<T> for CpuBackend {
                 let run = SpecialisedRun::new(
                     point_loop,
                     plan.tiling,
-                    inputs,
+                    &inputs,
                     &outputs,
                     params,
                     plan.rows,
@@ -409,7 +423,7 @@ impl<T: Element> Backend<T> for CpuBackend {
                 let run = GenericRun::new(
                     &program,
                     plan.tiling,
-                    inputs,
+                    &inputs,
                     &outputs,
                     params,
                     options,

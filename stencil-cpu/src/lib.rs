@@ -21,11 +21,15 @@
 //! every output's layout is one [`stencil_core::Geometry::padded`] produces. That is what makes
 //! the one `unsafe` idea of the crate sound: outputs are written by many threads at once
 //! through raw pointers (`output_rows`), each row slice handed out exactly once. Inputs are
-//! read through safe, bounds-checked slices.
+//! read through bounds-checked slices of exactly the row segments read (`input_rows`), never
+//! a slice over a whole grid: a time loop's skewed tiles read a grid while other workers write
+//! other rows of it, and lend each tile only the rows it reads (the `steps` module's
+//! "Unsafe").
 
 mod backend;
 mod first_touch;
 mod generic;
+mod input_rows;
 pub mod lanes;
 mod machine;
 mod output_rows;
@@ -42,7 +46,7 @@ mod tiling;
 pub use backend::INLINE_POINTS;
 pub use machine::{Machine, Topology, cpu_fingerprint, set_cache_sharers, set_measured_caches};
 pub use partition::Partition;
-pub use pool::{CpuBackend, THREADS_ENV, allowed_cpus, core_share, set_core_share};
+pub use pool::{CpuBackend, PoolActivity, THREADS_ENV, allowed_cpus, core_share, set_core_share};
 pub use schedules::{
     AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, LONG_ROW_REGISTER_ROWS, MIN_1D_CHUNK,
 };

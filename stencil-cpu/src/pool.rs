@@ -19,6 +19,7 @@
 //!
 //! How a job is cut into tiles and spread over the pool lives in `backend`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
@@ -82,6 +83,24 @@ pub struct CpuBackend {
     /// Per worker, the CPU it was asked to pin itself to (empty when unpinned).
     cpus: Vec<usize>,
     fingerprint: String,
+    /// Calls that ran work on several workers (see [`PoolActivity`]).
+    parallel_runs: AtomicU64,
+    /// Time loops run in skewed tiles on several workers (see [`PoolActivity`]).
+    tiled_time_loops: AtomicU64,
+}
+
+/// What a [`CpuBackend`] has run on its pool since it was built ([`CpuBackend::activity`]):
+/// for a test that must know its cases reached the pool, its partitions, tiles and barriers
+/// (jobs under [`INLINE_POINTS`](crate::INLINE_POINTS) points run on the calling thread).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolActivity {
+    /// Calls that ran work on more than one worker at once: sweeps, time loops, first
+    /// touches and bandwidth copies.
+    pub parallel_runs: u64,
+    /// Time loops run in skewed tiles (3-D and more, faces that are values or user-managed)
+    /// on more than one worker, each worker's share of dimension 1 wider than one tile.
+    pub tiled_time_loops: u64,
 }
 
 impl CpuBackend {
@@ -135,6 +154,8 @@ impl CpuBackend {
             pinned,
             cpus,
             fingerprint: crate::machine::cpu_fingerprint(),
+            parallel_runs: AtomicU64::new(0),
+            tiled_time_loops: AtomicU64::new(0),
         })
     }
 
@@ -155,6 +176,24 @@ impl CpuBackend {
     /// Number of worker threads in the pool.
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// What this backend has run on its pool so far (counts since it was built).
+    pub fn activity(&self) -> PoolActivity {
+        PoolActivity {
+            parallel_runs: self.parallel_runs.load(Ordering::Relaxed),
+            tiled_time_loops: self.tiled_time_loops.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts a call that runs work on several workers.
+    pub(crate) fn count_parallel_run(&self) {
+        self.parallel_runs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a time loop run in skewed tiles on several workers, several tiles each.
+    pub(crate) fn count_tiled_time_loop(&self) {
+        self.tiled_time_loops.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether the workers were asked to pin themselves to cores (best effort: a worker that

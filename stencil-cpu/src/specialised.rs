@@ -10,8 +10,9 @@
 //! allocated per run or row.
 
 use stencil_core::row::{OutputRun, RowArgs, RowFn, RowInput};
-use stencil_core::{CpuLoop, Element, FieldView, Geometry};
+use stencil_core::{CpuLoop, Element, Geometry};
 
+use crate::input_rows::InputRows;
 use crate::output_rows::OutputRows;
 use crate::reduce::{LocalPartials, ROWS, Reductions};
 use crate::tiling::{Tile, Tiling, row_stride};
@@ -34,7 +35,7 @@ pub(crate) struct RowPlan {
 pub(crate) struct SpecialisedRun<'r, T> {
     point_loop: CpuLoop<T>,
     tiling: Tiling,
-    inputs: &'r [FieldView<'r, T>],
+    inputs: &'r [InputRows<'r, T>],
     outputs: &'r [OutputRows<'r, T>],
     params: &'r [T],
     plan: RowPlan,
@@ -66,7 +67,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
     pub(crate) fn new(
         point_loop: CpuLoop<T>,
         tiling: Tiling,
-        inputs: &'r [FieldView<'r, T>],
+        inputs: &'r [InputRows<'r, T>],
         outputs: &'r [OutputRows<'r, T>],
         params: &'r [T],
         mut plan: RowPlan,
@@ -74,7 +75,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
     ) -> Self {
         let grids: Vec<Geometry> = inputs
             .iter()
-            .map(|view| view.geom)
+            .map(|input| *input.geom())
             .chain(outputs.iter().map(|out| *out.geom()))
             .collect();
         let row_strides = grids.iter().map(row_stride).collect();
@@ -103,15 +104,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
     /// Fresh per-worker lists.
     pub(crate) fn scratch(&self) -> RowScratch<'r, T> {
         RowScratch {
-            inputs: self
-                .inputs
-                .iter()
-                .map(|view| RowInput {
-                    data: view.data,
-                    start: 0,
-                    strides: view.geom.strides,
-                })
-                .collect(),
+            inputs: self.inputs.iter().map(InputRows::row_input).collect(),
             rows: Vec::with_capacity(self.outputs.len() + self.n_reductions()),
             runs: Vec::with_capacity(self.outputs.len() + self.n_reductions()),
             bases: vec![0; self.grids.len()],
@@ -319,9 +312,10 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                     // 0.80 with; a 16-accumulator read loop: 0.72).
                     if at + n < len {
                         for row in inputs.iter() {
-                            let next = (row.start + n).min(row.data.len());
-                            let end = (next + n).min(row.data.len());
-                            crate::lanes::prefetch_lines(&row.data[next..end]);
+                            let next = (row.start + n).min(row.storage_len());
+                            let end = (next + n).min(row.storage_len());
+                            let ahead = row.elements(next, end - next).unwrap_or(&[]);
+                            crate::lanes::prefetch_lines(ahead);
                         }
                     }
                     for i in 0..g {

@@ -11,8 +11,9 @@
 mod ops;
 mod program;
 
-use stencil_core::{Element, FieldView, Geometry};
+use stencil_core::{Element, Geometry};
 
+use crate::input_rows::InputRows;
 use crate::output_rows::OutputRows;
 use crate::reduce::{LocalPartials, Reductions};
 use crate::streaming;
@@ -29,7 +30,7 @@ pub(crate) const CHUNK: usize = 512;
 pub(crate) struct GenericRun<'r, T> {
     program: &'r Program,
     tiling: Tiling,
-    inputs: &'r [FieldView<'r, T>],
+    inputs: &'r [InputRows<'r, T>],
     outputs: &'r [OutputRows<'r, T>],
     params: &'r [T],
     /// Layouts of the inputs, then of the outputs.
@@ -70,7 +71,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
     pub(crate) fn new(
         program: &'r Program,
         tiling: Tiling,
-        inputs: &'r [FieldView<'r, T>],
+        inputs: &'r [InputRows<'r, T>],
         outputs: &'r [OutputRows<'r, T>],
         params: &'r [T],
         (row_block, streaming): (usize, bool),
@@ -80,7 +81,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
             .reads
             .iter()
             .map(|read| {
-                let strides = inputs[read.input].geom.strides;
+                let strides = inputs[read.input].geom().strides;
                 read.offset
                     .iter()
                     .zip(strides)
@@ -96,7 +97,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
         };
         let grids: Vec<Geometry> = inputs
             .iter()
-            .map(|view| view.geom)
+            .map(|input| *input.geom())
             .chain(outputs.iter().map(|out| *out.geom()))
             .collect();
         let row_strides = grids.iter().map(row_stride).collect();
@@ -226,7 +227,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
             let start = (input_starts[read.input] + at)
                 .checked_add_signed(*delta)
                 .expect("stencil-cpu generic path: read before the input's storage");
-            read_rows.push(&self.inputs[read.input].data[start..start + n]);
+            read_rows.push(self.inputs[read.input].row(start, n));
         }
         for op in &self.program.ops {
             match *op {
@@ -290,6 +291,9 @@ impl<'r, T: Element> GenericRun<'r, T> {
                 partials.push(k, first_block, operand(real, read_rows, source, len, n));
             }
         }
+        // No input slice outlives the chunk: a time loop's tile may be lent rows that other
+        // workers write once it moves on.
+        read_rows.clear();
     }
 }
 

@@ -27,8 +27,76 @@
 //! periodic (a periodic face copies planes from the far end of the same step, which the
 //! wavefront reaches last); a time loop that has one runs its steps one after another, as
 //! does a depth of 1.
+//!
+//! # Unsafe
+//!
+//! The workers share the rotation's grids, which the caller lent as `&mut [T]`: each is held
+//! as a raw pointer (`RawGrid`) and every reference the loop makes is to the rows one
+//! computation needs, for as long as it runs. The arguments, numbered as the `SAFETY`
+//! comments cite them:
+//!
+//! 1. *Lending.* `wavefront::run` holds the `StepsJob` mutably borrowed until every worker
+//!    has returned, and touches the grids through it only before the workers start and after
+//!    they end; the pointers are taken from those borrows.
+//! 2. *Reads.* A computation (a worker's share of a slab, a tile, a triangle) is lent each
+//!    grid it reads as `InputRows` over the rows its box reaches (the box grown by that
+//!    field's reach; by the rows a generated loop prefetches too, where it prefetches), and
+//!    the row loops make slices of the row segments they read only (`RowInput`, core's row
+//!    contract; never a `&[T]` over a whole grid, which would assert that nobody writes any
+//!    of it). Within a phase (between two barriers) no other worker writes those rows: with
+//!    slabs every worker computes the same step, which writes only its own output grid and
+//!    the lone outputs, never a grid it reads (`StepsJob::new` refuses aliased grids); with
+//!    tiles the workers run different steps at once, and the trapezoids and triangles of
+//!    `wavefront` keep every row a worker reads away from the rows the others write. Tiles
+//!    do not prefetch (the rows ahead may be a neighbour's).
+//! 3. *Writes.* Within a phase the workers write disjoint boxes of each grid (their shares,
+//!    trapezoids or triangles; in 1-D, where the one row is the grid, disjoint ranges of it),
+//!    through `OutputRows`, which makes slices of the rows written only, each handed out
+//!    once.
+//! 4. *Halo fills.* With slabs, worker 0 fills halos between two barriers while the others
+//!    wait, so its `&mut [T]` over the grid is the only access; with tiles the halos are
+//!    filled before the workers start.
+//! 5. *Phases.* The spinning barrier orders, with acquire and release, everything a worker
+//!    did before a barrier before everything any worker does after it.
+//!
+//! Every unsafe block of the time loop and the arguments it rests on:
+//!
+//! - `wavefront`: `unsafe impl Send` and `Sync` for `RawGrid` (1 to 4: sharing it is sharing
+//!   disjoint parts of a `&mut [T]`);
+//! - `RawGrid::input`, its `InputRows::from_raw_parts` (1, 2), and its call in
+//!   `Context::compute` for a chain's input (2);
+//! - `RawGrid::rows`, its `OutputRows::from_raw_parts` (1, 3), and its calls in
+//!   `Context::compute` for a chain's output and a lone output (3);
+//! - `RawGrid::view_mut`, its `slice::from_raw_parts_mut` (1, 4), and its call in
+//!   `Context::fill_halos` (4);
+//! - shared with single sweeps: `InputRows::from_raw_parts` and core's
+//!   `RowInput::from_raw_parts` and `Storage::elements` (slices of the elements a loop asks
+//!   for: 2), and `OutputRows::run` and `row` in `specialised` and `generic` (rows of the box
+//!   computed, each handed out once: 3).
+//!
+//! This crate's tests check arguments 2 to 4 structurally on every `cargo test`: an audit
+//! records every box of rows each worker is lent or writes in each phase of multi-worker
+//! loops (3-D, value faces, three workers, several tiles each; and slabs), finds no box
+//! meeting another worker's writes in its phase (and finds many when each run is lent the
+//! whole grid, as before), and the generic path asserts in debug builds that every row it
+//! reads lies in the box it was lent (`steps/tests.rs`, `steps/audit.rs`). Miri checks the
+//! references themselves, by hand on a nightly toolchain (under Miri every job reaches the
+//! workers, so the same tests run on small grids; Stacked Borrows stops first in
+//! crossbeam-epoch, and the pool's collector is never freed):
+//!
+//! ```text
+//! MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks" \
+//!     RUSTFLAGS=-Ctarget-cpu=x86-64 cargo +nightly miri test -p stencil-cpu --lib steps::tests
+//! ```
+//!
+//! Both tests pass there; the whole-grid `&[T]` lent before failed at once with a data race
+//! between a worker's write of a row and another worker's retag of the whole grid.
 
+#[cfg(test)]
+mod audit;
 mod barrier;
+#[cfg(test)]
+mod tests;
 mod wavefront;
 
 use stencil_core::analysis::radius;
@@ -85,7 +153,8 @@ impl CpuBackend {
         steps: usize,
     ) -> Result<()> {
         let machine = Machine::detect();
-        let blocking = time_blocking(machine, job, schedule, self.threads());
+        let workers = wavefront::workers(self, job, schedule);
+        let blocking = time_blocking(machine, job, schedule, workers);
         if blocking.depth <= 1 || steps < 2 {
             let schedule = Schedule::Cpu(*schedule);
             for _ in 0..steps {
@@ -397,7 +466,7 @@ pub(crate) fn trial_shape(
 }
 
 #[cfg(test)]
-mod tests {
+mod cache_tests {
     use super::*;
     use stencil_core::grid::Grid3;
     use stencil_core::steps::StepGrid;

@@ -29,8 +29,9 @@
 //! 0 fills the halo planes the step completed, and all meet again. During a step's compute,
 //! the grid it writes is written only at the workers' disjoint shares and read by nobody, and
 //! the grids it reads are written by nobody; during a halo fill only worker 0 touches
-//! anything. Grids are held as raw pointers and each phase makes the slices it needs from
-//! them, so no reference outlives the phase it is valid in.
+//! anything. Grids are held as raw pointers; each computation is lent the rows it reads and
+//! writes (see the steps module's "Unsafe"), so no reference outlives the computation it is
+//! made for, nor covers a row another worker writes meanwhile.
 //!
 //! # Tiles
 //!
@@ -59,6 +60,9 @@
 //! - No halo is filled during the loop: every grid a step writes gets its halo (values and
 //!   nothing else) once before the first step, which is what each fill after a step would
 //!   write again.
+//! - Workers run different steps at once, so a grid one worker reads is written by another
+//!   elsewhere: each tile is lent exactly the rows it reads (the tile grown by the reach),
+//!   which by the above no other worker writes in the same phase, and does not prefetch.
 //!
 //! The workers meet twice per slab instead of twice per step and slab. A share must be wider
 //! than three times `(depth - 1) lag_y` rows for the trapezoids to keep rows; otherwise, and
@@ -67,16 +71,19 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use stencil_core::analysis::{Radius, field_radius};
 use stencil_core::grid::{Boundary, HaloSource, fill_halo, fill_halo_planes};
 use stencil_core::steps::{FieldSlot, StepGrid, skipping_constant};
 use stencil_core::{
-    CpuLoop, CpuSchedule, Element, FieldView, FieldViewMut, Geometry, MAX_DIMS, Result, StepsJob,
+    CpuLoop, CpuSchedule, Element, FieldId, FieldView, FieldViewMut, Geometry, MAX_DIMS, Result,
+    StepsJob,
 };
 
 use super::TimeBlocking;
 use super::barrier::{PoisonOnPanic, SpinBarrier};
 use crate::backend::INLINE_POINTS;
 use crate::generic::{GenericRun, Program};
+use crate::input_rows::{InputRows, RowBox};
 use crate::output_rows::OutputRows;
 use crate::pool::CpuBackend;
 use crate::specialised::{RowPlan, SpecialisedRun};
@@ -95,10 +102,11 @@ struct RawGrid<T> {
     constant_faces_filled: AtomicBool,
 }
 
-// SAFETY: a `RawGrid` stands for a `&mut [T]` the caller lent the time loop; workers access
-// it only in the phases the module documentation describes (disjoint writes during a step,
-// one writer during a halo fill, reads only where nobody writes), which is what sending or
-// sharing the `&mut [T]`'s disjoint parts would allow for `T: Send + Sync`.
+// SAFETY: a `RawGrid` stands for a `&mut [T]` the caller lent the time loop (the steps
+// module's argument 1); workers access it only as its arguments 2 to 4 say (each computation
+// lent the rows it reads, which no other worker writes meanwhile; disjoint writes; one writer
+// during a halo fill), which is what sending or sharing the `&mut [T]`'s disjoint parts would
+// allow for `T: Send + Sync`.
 unsafe impl<T: Send + Sync> Send for RawGrid<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send + Sync> Sync for RawGrid<T> {}
@@ -124,27 +132,27 @@ impl<T: Element> RawGrid<T> {
         }
     }
 
-    /// The grid read-only, for one phase.
+    /// The rows `rows` of the grid, read-only, for one computation of a phase.
     ///
     /// # Safety
-    /// Nobody may write the grid while the view lives.
-    unsafe fn read(&self) -> FieldView<'_, T> {
-        FieldView {
-            geom: self.geom,
-            // SAFETY: the `len` elements at `ptr` are the lent storage; the caller guarantees
-            // no write while the slice lives.
-            data: unsafe { std::slice::from_raw_parts(self.ptr, self.len) },
-        }
+    /// Nobody may write a row of `rows` while the value lives, and it may go only to runs
+    /// whose reads lie in `rows`, with no prefetching (see [`InputRows::from_raw_parts`]).
+    unsafe fn input(&self, rows: RowBox) -> InputRows<'_, T> {
+        // SAFETY: the `len` elements at `ptr` are the lent storage, valid for reads while the
+        // workers run (argument 1); the caller's promise is the rest of the contract
+        // (argument 2).
+        unsafe { InputRows::from_raw_parts(self.ptr, self.len, self.geom, rows) }
     }
 
-    /// The grid as an output written by rows, for one phase.
+    /// The grid as an output written by rows, for one computation of a phase.
     ///
     /// # Safety
-    /// While the rows live, nobody may read the grid, and only rows of disjoint boxes may be
-    /// written through several of these at once.
+    /// While the value lives, nobody else may read or write the rows it is used to write, and
+    /// only rows of disjoint boxes may be written through several of these at once.
     unsafe fn rows(&self) -> OutputRows<'_, T> {
-        // SAFETY: the storage is the lent one (valid, `len` elements); the caller guarantees
-        // the access discipline; the layout was checked before the workers started.
+        // SAFETY: the storage is the lent one (valid, `len` elements: argument 1); the caller
+        // guarantees the access discipline (argument 3); the layout was checked before the
+        // workers started.
         unsafe { OutputRows::from_raw_parts(self.ptr, self.len, self.geom, "time loop grid") }
             .unwrap_or_else(|e| unreachable!("stencil-cpu time loop: layout checked: {e}"))
     }
@@ -156,7 +164,8 @@ impl<T: Element> RawGrid<T> {
     unsafe fn view_mut(&self) -> FieldViewMut<'_, T> {
         FieldViewMut {
             geom: self.geom,
-            // SAFETY: the lent storage; the caller guarantees exclusive access.
+            // SAFETY: the lent storage (argument 1); the caller guarantees exclusive access
+            // (argument 4).
             data: unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) },
         }
     }
@@ -177,6 +186,8 @@ struct Context<'a, T: Element> {
     blocking: TimeBlocking,
     workers: usize,
     slots: Vec<FieldSlot>,
+    /// Per kernel field (declaration order): how far the kernel reads it.
+    reach: Vec<Radius>,
     chains: Vec<Vec<RawGrid<T>>>,
     lone: Vec<RawGrid<T>>,
     coefficients: Vec<FieldView<'a, T>>,
@@ -184,7 +195,33 @@ struct Context<'a, T: Element> {
     done: usize,
     steps: usize,
     barrier: SpinBarrier,
+    /// The tests' record of every box of rows lent or written (see `audit`).
+    #[cfg(test)]
+    audit: Option<std::sync::Arc<super::audit::Audit>>,
     _lent: PhantomData<&'a mut [T]>,
+}
+
+/// Jobs of fewer points (interior points times outputs) run on the calling thread:
+/// [`INLINE_POINTS`], or none under Miri, whose tests must be tiny yet reach the workers.
+const POOL_POINTS: usize = if cfg!(miri) { 0 } else { INLINE_POINTS };
+
+/// The workers a blocked time loop of `job` under `schedule` runs on: the schedule's
+/// threads (0: the pool's), or the calling thread alone for a job of fewer than
+/// [`POOL_POINTS`] points.
+pub(super) fn workers<T: Element>(
+    backend: &CpuBackend,
+    job: &StepsJob<'_, T>,
+    schedule: &CpuSchedule,
+) -> usize {
+    let points: usize = job.shape().iter().product();
+    if points * job.kernel().outputs().count() < POOL_POINTS {
+        return 1;
+    }
+    match schedule.threads {
+        0 => backend.threads(),
+        n => n.min(backend.threads()),
+    }
+    .max(1)
 }
 
 /// Runs `steps` steps of `job` blocked per `blocking` on `backend`'s pool.
@@ -198,18 +235,17 @@ pub(super) fn run<T: Element>(
     let stencil = job.stencil();
     let kernel = stencil.kernel();
     let shape = job.shape().to_vec();
-    let points: usize = shape.iter().product();
-    let threads = match schedule.threads {
-        0 => backend.threads(),
-        n => n.min(backend.threads()),
-    };
-    let workers = if points * kernel.outputs().count() < INLINE_POINTS {
-        1
-    } else {
-        threads.max(1)
-    };
+    let workers = workers(backend, job, schedule);
+    if blocking.tiles && workers > 1 && shape[1] / workers > blocking.block {
+        backend.count_tiled_time_loop();
+    }
     let mut plan = crate::schedules::plan(schedule, &shape, T::ELEM.size_bytes(), workers, 0);
     plan.rows.streaming = false;
+    if blocking.tiles {
+        // A generated loop prefetches rows ahead of those it reads, which in tiles may be
+        // rows another worker is writing: a tile reads only the rows it is lent.
+        plan.rows.prefetch = 0;
+    }
     let point_loop = stencil.cpu_loop().filter(|_| !schedule.force_generic);
     let coefficients = job.coefficients().to_vec();
     let slots = job.slots().to_vec();
@@ -248,6 +284,9 @@ pub(super) fn run<T: Element>(
             blocking,
             workers,
             slots,
+            reach: (0..kernel.fields.len())
+                .map(|f| field_radius(kernel, FieldId::new(f)))
+                .collect(),
             chains: chains
                 .iter_mut()
                 .map(|c| c.iter_mut().map(RawGrid::of).collect())
@@ -258,6 +297,8 @@ pub(super) fn run<T: Element>(
             done,
             steps,
             barrier: SpinBarrier::new(workers),
+            #[cfg(test)]
+            audit: super::audit::current(),
             _lent: PhantomData,
         };
         backend.on_workers(workers, |w| context.worker(w));
@@ -305,6 +346,8 @@ impl<T: Element> Context<'_, T> {
             .max()
             .unwrap_or(0);
         let mut halo_done = vec![vec![vec![false; 2 * h]; self.chains.len()]; depth];
+        // Barriers passed so far: the phase the worker is in.
+        let mut phase = 0;
         while left > 0 {
             let block = left.min(depth);
             for filled in halo_done.iter_mut().flatten() {
@@ -321,12 +364,14 @@ impl<T: Element> Context<'_, T> {
                         continue;
                     }
                     let before = done + k - 1;
-                    self.compute_share(w, before, start, end);
+                    self.compute_share((w, phase), before, start, end);
                     self.barrier.wait();
+                    phase += 1;
                     if w == 0 {
-                        self.fill_halos(before, start..end, &mut halo_done[k - 1]);
+                        self.fill_halos(phase, before, start..end, &mut halo_done[k - 1]);
                     }
                     self.barrier.wait();
+                    phase += 1;
                 }
             }
             done += block;
@@ -350,6 +395,8 @@ impl<T: Element> Context<'_, T> {
         let shrink_hi = if w + 1 < workers { lag_y } else { 0 };
         let mut done = self.done;
         let mut left = self.steps;
+        // Barriers passed so far: the phase the worker is in.
+        let mut phase = 0;
         while left > 0 {
             let block = left.min(depth);
             // Where worker `v`'s share of dimension 1 starts: the worker below each edge
@@ -383,11 +430,13 @@ impl<T: Element> Context<'_, T> {
                             .saturating_sub(shift)
                             .min(hi - (k - 1) * shrink_hi);
                         if start < end && y0 < y1 {
-                            self.compute(done + k - 1, [start, end], [y0, y1], false);
+                            let turn = (w, phase);
+                            self.compute(turn, done + k - 1, [start, end], [y0, y1], false);
                         }
                     }
                 }
                 self.barrier.wait();
+                phase += 1;
                 // Phase 2: the triangles between shares, each by the worker below it.
                 if w + 1 < workers && lag_y > 0 {
                     let mid = hi;
@@ -396,6 +445,7 @@ impl<T: Element> Context<'_, T> {
                         let shift = (k - 1) * lag_y;
                         if start < end {
                             self.compute(
+                                (w, phase),
                                 done + k - 1,
                                 [start, end],
                                 [mid - shift, mid + shift],
@@ -405,21 +455,60 @@ impl<T: Element> Context<'_, T> {
                     }
                 }
                 self.barrier.wait();
+                phase += 1;
             }
             done += block;
             left -= block;
         }
     }
 
-    /// The grid of chain `chain` at `position` for the step after `before` steps.
-    fn chain_grid(&self, chain: usize, position: usize, before: usize) -> &RawGrid<T> {
+    /// The grid of chain `chain` at `position` for the step after `before` steps, and its
+    /// number among the grids the loop writes (chains in order, then the lone outputs), which
+    /// names it in the audit.
+    fn chain_grid_numbered(
+        &self,
+        chain: usize,
+        position: usize,
+        before: usize,
+    ) -> (&RawGrid<T>, usize) {
         let grids = &self.chains[chain];
         let len = grids.len();
-        &grids[(position + len - before % len) % len]
+        let index = (position + len - before % len) % len;
+        let number = self.chains[..chain].iter().map(Vec::len).sum::<usize>() + index;
+        (&grids[index], number)
     }
 
-    /// Worker `w`'s share of planes `start..end` of the step after `before` steps.
-    fn compute_share(&self, w: usize, before: usize, start: usize, end: usize) {
+    /// The number of lone output `k` among the grids the loop writes (see
+    /// [`chain_grid_numbered`](Self::chain_grid_numbered)).
+    fn lone_number(&self, k: usize) -> usize {
+        self.chains.iter().map(Vec::len).sum::<usize>() + k
+    }
+
+    /// Rows beyond those it reads that a generated loop may prefetch after a run (the row
+    /// contract's prefetch window: `max(prefetch, rows) + r` rows past row `r` of a register
+    /// block of `rows`), 0 without prefetching.
+    fn ahead(&self) -> usize {
+        match self.rows.prefetch {
+            0 => 0,
+            p => p + 2 * self.rows.register_rows.max(1),
+        }
+    }
+
+    /// Records for the tests' audit that worker `turn.0` in phase `turn.1` lends a run the
+    /// rows `rows` of written grid number `grid`, or writes them (`write`).
+    #[inline(always)]
+    fn record(&self, turn: (usize, usize), grid: usize, write: bool, rows: &RowBox) {
+        #[cfg(test)]
+        if let Some(audit) = &self.audit {
+            audit.record(turn, grid, write, *rows);
+        }
+        #[cfg(not(test))]
+        let _ = (turn, grid, write, rows);
+    }
+
+    /// Worker `w`'s share of planes `start..end` of the step after `before` steps, in phase
+    /// `phase` (barriers passed).
+    fn compute_share(&self, (w, phase): (usize, usize), before: usize, start: usize, end: usize) {
         let n_dims = self.shape.len();
         // Rows stay whole within the sweep's tiles along the unit-stride dimension, so every
         // row is cut into the segments a sweep under the same schedule cuts it into (a loop
@@ -428,7 +517,7 @@ impl<T: Element> Context<'_, T> {
             let extent = self.shape[1];
             let rows = [w * extent / self.workers, (w + 1) * extent / self.workers];
             if rows[0] < rows[1] {
-                self.compute(before, [start, end], rows, true);
+                self.compute((w, phase), before, [start, end], rows, true);
             }
         } else {
             let extent = end - start;
@@ -438,6 +527,7 @@ impl<T: Element> Context<'_, T> {
             ];
             if planes[0] < planes[1] {
                 self.compute(
+                    (w, phase),
                     before,
                     planes,
                     [0, self.shape.get(1).copied().unwrap_or(1)],
@@ -448,8 +538,16 @@ impl<T: Element> Context<'_, T> {
     }
 
     /// Planes `planes` by rows `rows` of dimension 1 (3-D and more; ignored below) of the
-    /// step after `before` steps, in blocks of `self.block` rows when `blocks`.
-    fn compute(&self, before: usize, planes: [usize; 2], rows: [usize; 2], blocks: bool) {
+    /// step after `before` steps, in blocks of `self.block` rows when `blocks`, by worker
+    /// `turn.0` in phase `turn.1`.
+    fn compute(
+        &self,
+        turn: (usize, usize),
+        before: usize,
+        planes: [usize; 2],
+        rows: [usize; 2],
+        blocks: bool,
+    ) {
         let n_dims = self.shape.len();
         let mut tile = Tile {
             start: [0; MAX_DIMS],
@@ -462,24 +560,35 @@ impl<T: Element> Context<'_, T> {
         }
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
-        for slot in &self.slots {
+        for (field, slot) in self.slots.iter().enumerate() {
             match *slot {
-                FieldSlot::Coefficient(k) => inputs.push(self.coefficients[k]),
+                FieldSlot::Coefficient(k) => inputs.push(InputRows::new(self.coefficients[k])),
                 FieldSlot::Chain { chain, position } if position > 0 => {
-                    let grid = self.chain_grid(chain, position, before);
-                    // SAFETY: during this step nobody writes the grid of an earlier step (the
-                    // step writes its chains' output grids and the lone outputs only).
-                    inputs.push(unsafe { grid.read() })
+                    let (grid, number) = self.chain_grid_numbered(chain, position, before);
+                    let reads = reads_of(&tile, &self.reach[field], n_dims, self.ahead());
+                    self.record(turn, number, false, &reads);
+                    // SAFETY: the step computes `tile` and reads this grid (an earlier step's)
+                    // only at the kernel's reach of this field from it, or the rows a
+                    // generated loop prefetches after it: in `reads` (tiles prefetch nothing:
+                    // `run` turns it off); nobody writes those rows meanwhile (the steps
+                    // module's argument 2).
+                    inputs.push(unsafe { grid.input(reads) })
                 }
                 FieldSlot::Chain { chain, .. } => {
-                    let grid = self.chain_grid(chain, 0, before);
-                    // SAFETY: this step's output grid is read by nobody during the step, and
-                    // the workers write disjoint boxes of it (their shares of dimension 1 or
-                    // 0).
+                    let (grid, number) = self.chain_grid_numbered(chain, 0, before);
+                    self.record(turn, number, true, &writes_of(&tile, n_dims));
+                    // SAFETY: the workers write disjoint boxes of the step's output grid (their
+                    // shares of dimension 1 or 0, their trapezoids and triangles) and no worker
+                    // reads the rows another writes in the same phase (the steps module's
+                    // arguments 2 and 3); `OutputRows` makes no reference but its rows.
                     outputs.push(unsafe { grid.rows() })
                 }
-                // SAFETY: as for a chain's output grid.
-                FieldSlot::Lone(k) => outputs.push(unsafe { self.lone[k].rows() }),
+                FieldSlot::Lone(k) => {
+                    let number = self.lone_number(k);
+                    self.record(turn, number, true, &writes_of(&tile, n_dims));
+                    // SAFETY: as for a chain's output grid (a lone output is read by nobody).
+                    outputs.push(unsafe { self.lone[k].rows() })
+                }
             }
         }
         let last = n_dims - 1;
@@ -550,11 +659,19 @@ impl<T: Element> Context<'_, T> {
     /// Fills, in every grid the step after `before` steps wrote, the halo of planes `planes`
     /// and each halo plane of dimension 0 whose source is now done (`done[chain]` marks the
     /// halo planes filled so far by this step).
-    fn fill_halos(&self, before: usize, planes: std::ops::Range<usize>, done: &mut [Vec<bool>]) {
+    fn fill_halos(
+        &self,
+        phase: usize,
+        before: usize,
+        planes: std::ops::Range<usize>,
+        done: &mut [Vec<bool>],
+    ) {
         let n = self.shape[0];
         for (chain, filled) in done.iter_mut().enumerate() {
-            let grid = self.chain_grid(chain, 0, before);
-            // SAFETY: only worker 0 runs between the two barriers around this call.
+            let (grid, number) = self.chain_grid_numbered(chain, 0, before);
+            self.record((0, phase), number, true, &RowBox::whole(&grid.geom));
+            // SAFETY: only worker 0 runs between the two barriers around this call (the
+            // steps module's argument 4), so this is the only access to the grid.
             let mut view = unsafe { grid.view_mut() };
             let faces = grid.fill_faces();
             fill_halo_planes(&mut view, faces, planes.start as isize..planes.end as isize);
@@ -580,4 +697,34 @@ impl<T: Element> Context<'_, T> {
             }
         }
     }
+}
+
+/// The rows a computation of `tile` reads of a field the kernel reads up to `reach` away: the
+/// tile's rows (every dimension but the unit-stride one) grown by the reach on each side, and
+/// by `ahead` more rows (those a generated loop prefetches) after it along the dimension its
+/// runs' rows are adjacent along.
+fn reads_of(tile: &Tile, reach: &Radius, n_dims: usize, ahead: usize) -> RowBox {
+    let mut rows = writes_of(tile, n_dims);
+    for d in 0..n_dims.saturating_sub(1) {
+        rows.lo[d] -= reach.low[d] as isize;
+        rows.hi[d] += reach.high[d] as isize;
+    }
+    if n_dims >= 2 {
+        rows.hi[n_dims - 2] += ahead as isize;
+    }
+    rows
+}
+
+/// The rows a computation of `tile` writes: the tile's (every dimension but the unit-stride
+/// one).
+fn writes_of(tile: &Tile, n_dims: usize) -> RowBox {
+    let mut rows = RowBox {
+        lo: [0; MAX_DIMS],
+        hi: [1; MAX_DIMS],
+    };
+    for d in 0..n_dims.saturating_sub(1) {
+        rows.lo[d] = tile.start[d] as isize;
+        rows.hi[d] = tile.end[d] as isize;
+    }
+    rows
 }
