@@ -10,9 +10,8 @@
 //! allocated in it, the schedule chosen as for any call on such grids (tuned, cached and
 //! remembered per padding), and that schedule compared with the first padding's as the tuner
 //! compares schedules: interleaved rounds on the same data, under the tuner's paired rule
-//! ([`PAIRED_RULE`](crate::tuning::PAIRED_RULE)). A padding is fastest only when it beats
-//! the first one under that rule; when none does, the first one stands ("no padding
-//! helps").
+//! ([`PAIRED_RULE`]). A padding is fastest only when it beats the first one under that rule;
+//! when none does, the first one stands ("no padding helps").
 
 use std::fmt;
 use std::time::Duration;

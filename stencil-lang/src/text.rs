@@ -3,12 +3,12 @@
 //!
 //! proc-macro2 (with `span-locations`, which gives errors their line and column) keeps every
 //! text it lexes in a thread-local source map that is never freed: about 26 KB per call of a
-//! 170-byte kernel, for the life of the thread. [`on_own_thread`] runs each compilation on a
+//! 170-byte kernel, for the life of the thread. `on_own_thread` runs each compilation on a
 //! thread of its own, whose map goes with it (and whose stack is sized for the deepest text
-//! [`lex`] accepts), so the caller's thread, and any spans it holds, are left alone.
+//! `lex` accepts), so the caller's thread, and any spans it holds, are left alone.
 //!
 //! Parsing (`syn`) and the later stages recurse once per level of nesting, which text can make
-//! as deep as it is long (`- - - - x`, `((((x))))`), so [`lex`] refuses text of more than
+//! as deep as it is long (`- - - - x`, `((((x))))`), so `lex` refuses text of more than
 //! [`MAX_TOKENS`] tokens.
 
 use proc_macro2::{TokenStream, TokenTree};

@@ -4,7 +4,7 @@
 //! 1. The default point (the backend's untuned schedule) runs once untimed (warm-up; its
 //!    time sets how many runs make a sample, see [`Sampler`]) and is sampled; so is every
 //!    [baseline](TuningSpace::baselines).
-//! 2. The search: `quick` screens, combines and refines ([`quick`](super::quick)); `thorough`
+//! 2. The search: `quick` screens, combines and refines (the `quick` module); `thorough`
 //!    runs the genetic algorithm (exhaustive for spaces of at most 200 points) and
 //!    `exhaustive` every point, both timing each point by the median of 3 (5) samples. The
 //!    search ends at its deadline: the policy's budget less what the comparisons of step 3
@@ -13,7 +13,7 @@
 //!    search (2 for `quick`, 3 for the others, those whose fastest sample beat the
 //!    incumbent's), then each baseline, challenge it in paired rounds
 //!    ([`paired`](super::paired)) and replace it only under
-//!    [`PAIRED_RULE`](super::paired::PAIRED_RULE). The first challenger is compared when its
+//!    [`PAIRED_RULE`]. The first challenger is compared when its
 //!    rounds end within [`HARD_OVERRUN`] times the budget, later ones within the budget,
 //!    baselines always; a decision cut short by the budget says so
 //!    ([`Decision::cut_short`]).

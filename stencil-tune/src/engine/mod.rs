@@ -2,10 +2,10 @@
 //! schedule, so it is tested without a backend (the facade binds a call's grids to it).
 //!
 //! [`choose`] gives the schedule of a call, in order of preference:
-//! 1. remembered from an earlier call of this process ([`Memo`]; no file access);
+//! 1. remembered from an earlier call of this process (kept in memory; no file access);
 //! 2. read from the tuning cache (a *cache hit*);
 //! 3. under the `off` policy, the performance model's choice, measuring nothing;
-//! 4. otherwise decided now ([`decide`]): a search for candidates under the policy's budget
+//! 4. otherwise decided now ([`decide()`]): a search for candidates under the policy's budget
 //!    ([`budget_seconds`]), then paired comparisons against the default under one rule
 //!    ([`PAIRED_RULE`]), whose evidence the [`TuneReport`] keeps; the winner goes to the
 //!    cache.
