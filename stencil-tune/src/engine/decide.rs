@@ -23,8 +23,8 @@
 //! register rows on the CPU) may run to [`HARD_OVERRUN`] times the budget, so a sweep too
 //! slow for the budget still gets its most important choices made.
 //!
-//! So the chosen schedule is never slower than the default or a baseline beyond the rule's
-//! margin, whatever the noise did to the search's single samples.
+//! So the search's single samples, however noisy, never decide alone: the chosen schedule
+//! replaced the default (and each baseline) only by winning paired rounds under the rule.
 
 use stencil_core::schedule::TuningSpace;
 
