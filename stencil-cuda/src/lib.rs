@@ -18,10 +18,11 @@
 //! - [`emulated`]: [`EmulatedGpu`], a backend running generated PTX in the emulator, for
 //!   verification and debugging on machines with no GPU.
 //!
-//! Verification without a GPU: `tests/ptxas.rs` assembles every variant with NVIDIA's ptxas
-//! (found through `STENCIL_PTXAS`, then `PATH`), `tests/emulator_verify.rs` runs every variant
-//! through `stencil::verify_with` on [`EmulatedGpu`], and `tests/golden.rs` keeps golden PTX
-//! (`STENCIL_BLESS=1 cargo test -p stencil-cuda --test golden` regenerates it).
+//! Verification without a GPU: `tests/suite/ptxas.rs` assembles every variant with NVIDIA's
+//! ptxas (found through `STENCIL_PTXAS`, then `PATH`), `tests/suite/emulator_verify.rs` runs
+//! every variant through `stencil::verify_with` on [`EmulatedGpu`], and `tests/suite/golden.rs`
+//! keeps golden PTX (`STENCIL_BLESS=1 cargo test -p stencil-cuda --test suite -- golden::`
+//! regenerates it).
 
 pub mod caps;
 pub mod codegen;

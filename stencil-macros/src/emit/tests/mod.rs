@@ -307,8 +307,8 @@ fn reductions_as_outputs(kernel: &Kernel) -> Kernel {
 
 /// Compares the printed point loop with core's interpreter at several points of random grids.
 /// Kernels with reductions fold their points into blocks (`__point_loop_reducing`), which
-/// this point-by-point evaluator does not run; `tests/reductions.rs` checks them bit for bit
-/// through the CPU backend.
+/// this point-by-point evaluator does not run; `tests/suite/reductions.rs` checks them bit for
+/// bit through the CPU backend.
 fn check_point_loop(kernel: &Kernel, random: &mut Random) {
     if kernel.has_reductions() {
         return;

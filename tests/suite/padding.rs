@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use stencil::prelude::*;
 use stencil::{Backend, CpuBackend, TunePolicy, TuningCache, interp};
 
-mod common;
+use crate::common;
 use common::{N, heat, random_grid};
 
 stencil! {

@@ -97,7 +97,7 @@ fn a_kernel_read_from_a_file_runs_and_its_mistakes_carry_line_and_column() {
 }
 
 /// The fuzz target's body (`fuzz/`), shared so the committed corpus replays here.
-#[path = "../fuzz/fuzz_targets/harness.rs"]
+#[path = "../../fuzz/fuzz_targets/harness.rs"]
 mod harness;
 
 /// Every input of the committed fuzz corpus, the crashes fuzzing found among them, runs

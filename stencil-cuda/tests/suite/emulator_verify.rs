@@ -3,7 +3,7 @@
 //! interpreter (kernels using every transcendental function included); a planted off-by-one
 //! in the generated PTX is caught.
 
-mod common;
+use crate::common;
 
 use stencil::{ElemType, ErrorKind, Kernel, Stencil, VerifyConfig, verify_with};
 use stencil_core::Backend;

@@ -7,7 +7,7 @@
 
 #![allow(clippy::needless_range_loop)] // The point loops index like generated code does.
 
-mod common;
+use crate::common;
 
 use common::{Case, check_case};
 use stencil_core::row::RowArgs;

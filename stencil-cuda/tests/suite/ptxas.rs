@@ -7,7 +7,7 @@
 //! with `--nocapture`) and passes, unless `STENCIL_REQUIRE_PTXAS` is set (as `.ci/run` sets
 //! it), when a missing `ptxas` fails the test: CI never passes by skipping.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

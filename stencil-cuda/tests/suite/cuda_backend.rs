@@ -3,7 +3,7 @@
 //! device) every call is a `BackendUnavailable` error, never a panic. The same test runs
 //! unchanged on both.
 
-mod common;
+use crate::common;
 
 use stencil::{CudaBackend, ErrorKind, VerifyConfig, verify_with};
 use stencil_core::Backend;

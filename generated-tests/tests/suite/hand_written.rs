@@ -5,7 +5,7 @@
 //! boundary condition by its own reading of the documented rules. Then every sampled CPU
 //! schedule on grids with padded rows.
 
-mod evaluator;
+use crate::evaluator;
 
 use std::collections::HashMap;
 

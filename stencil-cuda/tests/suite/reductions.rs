@@ -8,7 +8,7 @@
 //! Also: inputs whose halo is narrower than their reads reach are refused with
 //! `HaloTooNarrow`, and each input needs only the halo of its own reads.
 
-mod common;
+use crate::common;
 
 use common::ptxas::{assemble, ptxas};
 use stencil::{VerifyConfig, verify_with};

@@ -4,19 +4,23 @@
 //!
 //! The capturing subscriber is a few lines over `tracing`'s own `Subscriber` trait, set as the
 //! thread's default only around each call, so events of tests running on other threads are
-//! never seen.
+//! never seen. The sweep tunes `heat` into a cache file of its own: the tuning memo is the
+//! process's and its key holds the cache's path, so another module of this binary that tunes
+//! the same kernel on the same shape without a cache cannot make the call `Remembered`. (The
+//! time loop's `diffuse` is this module's own kernel, and tuned without a cache: with one, the
+//! loop's sweep is tuned and stored first, a second event.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use stencil::prelude::*;
-use stencil::{TunePolicy, TuningSource};
+use stencil::{TunePolicy, TuningCache, TuningSource};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
-mod common;
-use common::{N, heat};
+use crate::common;
+use common::{N, heat, temp_cache};
 
 stencil! {
     #[rotate(out -> u)]
@@ -110,12 +114,13 @@ fn grid(seed: usize) -> Grid3<f64> {
 #[test]
 fn a_tuned_sweep_emits_one_info_event_with_its_fields() {
     let capture = Capture::default();
+    let cache = TuningCache::at(temp_cache("tuning-events", "sweep"));
     let u = grid(1);
     let mut out = u.like();
     let (report, events) = capture.tuned_events(|| {
         heat(&u, &mut out, 0.4, 0.1)
             .tune(TunePolicy::Quick)
-            .without_tuning_cache()
+            .tuning_cache(cache.clone())
             .run_with_report()
             .unwrap()
     });
@@ -143,7 +148,7 @@ fn a_tuned_sweep_emits_one_info_event_with_its_fields() {
     let (again, events) = capture.tuned_events(|| {
         heat(&u, &mut out, 0.4, 0.1)
             .tune(TunePolicy::Quick)
-            .without_tuning_cache()
+            .tuning_cache(cache.clone())
             .run_with_report()
             .unwrap()
     });

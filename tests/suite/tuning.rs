@@ -14,7 +14,7 @@ use std::process::Command;
 use stencil::prelude::*;
 use stencil::{Schedule, TunePolicy, TuneReport, TuningCache, TuningSource};
 
-mod common;
+use crate::common;
 use common::{N, heat};
 
 stencil! {
@@ -85,8 +85,9 @@ fn assert_matches(out: &Grid3<f64>, expected: &[f64], what: &str) {
 
 fn run_child(test: &str, role: &str, cache: &Path) -> String {
     let exe = std::env::current_exe().expect("test binary");
+    let test = crate::test_path(module_path!(), test);
     let output = Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE_VAR, role)
         .env(CACHE_VAR, cache)
         .output()
@@ -264,13 +265,12 @@ fn a_corrupt_cache_never_crashes_a_run() {
 /// never changed, so no other test sees the value) and returns its stdout and stderr.
 fn child_with_policy(role: &str, value: &str) -> (String, String) {
     let exe = std::env::current_exe().expect("test binary");
+    let test = crate::test_path(
+        module_path!(),
+        "an_unknown_policy_warns_once_and_means_the_default",
+    );
     let output = Command::new(exe)
-        .args([
-            "an_unknown_policy_warns_once_and_means_the_default",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE_VAR, role)
         .env("STENCIL_TUNE", value)
         .output()

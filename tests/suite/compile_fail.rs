@@ -2,8 +2,9 @@
 //! compile error at the offending token, with the message pinned in `tests/ui/<category>/`;
 //! the kernels in `tests/ui/pass/` compile, run and match the reference interpreter.
 //!
-//! Regenerate the expected output with `TRYBUILD=overwrite cargo test --test compile_fail`,
-//! then read every changed `.stderr`.
+//! Regenerate the expected output with
+//! `TRYBUILD=overwrite cargo test --test suite -- compile_fail`, then read every changed
+//! `.stderr`.
 
 use std::path::Path;
 

@@ -10,7 +10,7 @@ use std::process::Command;
 use stencil::prelude::*;
 use stencil::{CpuSchedule, Schedule, StepsReport, TunePolicy, TuningCache, TuningSource};
 
-mod common;
+use crate::common;
 use common::heat;
 
 const ROLE_VAR: &str = "STENCIL_STEPS_TUNING_TEST_ROLE";
@@ -46,8 +46,9 @@ fn by_hand(u: &Grid3<f64>, steps: usize) -> Vec<f64> {
 
 fn run_child(test: &str, role: &str, cache: &Path) -> String {
     let exe = std::env::current_exe().expect("test binary");
+    let test = crate::test_path(module_path!(), test);
     let output = Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE_VAR, role)
         .env(CACHE_VAR, cache)
         .output()

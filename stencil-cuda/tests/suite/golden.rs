@@ -2,9 +2,9 @@
 //! `tests/golden/`, so any change to the generator shows up as a reviewable diff.
 //!
 //! Regenerate after an intended change with
-//! `STENCIL_BLESS=1 cargo test -p stencil-cuda --test golden`.
+//! `STENCIL_BLESS=1 cargo test -p stencil-cuda --test suite -- golden::`.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
@@ -27,7 +27,7 @@ fn check(name: &str, text: &str) {
     }
     let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
         panic!(
-            "missing {}: run `STENCIL_BLESS=1 cargo test -p stencil-cuda --test golden`",
+            "missing {}: run `STENCIL_BLESS=1 cargo test -p stencil-cuda --test suite -- golden::`",
             path.display()
         )
     });

@@ -1,7 +1,7 @@
 //! The `Backend` trait surface of the CPU backend: its self-description, its schedules, and
 //! the errors `run` returns instead of writing.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;

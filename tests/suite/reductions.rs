@@ -2,7 +2,7 @@
 //! against an independent implementation of the documented order, bit-identical across
 //! threads and schedules, and every misuse an `Err`.
 
-mod common;
+use crate::common;
 
 use stencil::prelude::*;
 use stencil::{

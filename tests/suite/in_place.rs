@@ -3,7 +3,7 @@
 //! update more than once), every sampled schedule and the generic path, and on the emulated
 //! GPU; misuse, and backends that cannot run them, are errors.
 
-mod common;
+use crate::common;
 
 use stencil::prelude::*;
 use stencil::{

@@ -8,7 +8,7 @@
 //! in-place output gets no shared tile, both GPU backends say they run such kernels, and the
 //! fused-steps kernel refuses them.
 
-mod common;
+use crate::common;
 
 use common::ptxas::{assemble, ptxas};
 use stencil::{VerifyConfig, verify_with};

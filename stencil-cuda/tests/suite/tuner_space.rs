@@ -4,11 +4,16 @@
 //! in the PTX emulator against the reference interpreter; for random stencils, a seeded sample
 //! of their space. A schedule nothing ever executed can then never be a tuned winner.
 //!
+//! A quick run (`cargo test`) takes a seeded sample of each seed kernel's space (sweeps and
+//! fused pairs both) and fewer random stencils; `STENCIL_FULL_TESTS=1` takes every schedule
+//! (about 13 minutes with `ptxas` on two cores).
+//!
 //! Spaces are taken for the described sm_80 device (the static shared-memory cap of 48 KiB
 //! makes the sm_90 space the same); PTX is generated for the small shapes the emulator runs,
 //! identical texts are assembled once, for sm_80.
 
-mod common;
+use crate::common;
+use crate::quick_or_full;
 
 use std::collections::BTreeSet;
 
@@ -84,6 +89,28 @@ fn sample(mut schedules: Vec<GpuSchedule>, count: usize, seed: u64) -> Vec<GpuSc
     schedules
 }
 
+/// What a run checks of a seed kernel's space: every schedule on a full run; on a quick run a
+/// seeded sample (seed: the kernel's index among the seeds) of 16 single sweeps and 8 fused
+/// pairs, so both halves of the space are exercised.
+fn seed_sample(schedules: Vec<GpuSchedule>, index: u64) -> Vec<GpuSchedule> {
+    let (fused, sweeps): (Vec<GpuSchedule>, Vec<GpuSchedule>) =
+        schedules.into_iter().partition(|s| s.time_steps == 2);
+    let (n_sweeps, n_fused) = quick_or_full(
+        (16, 8),
+        (usize::MAX, usize::MAX),
+        "a seed kernel's whole tuning space",
+    );
+    let mut picked = sample(sweeps, n_sweeps, index);
+    picked.extend(sample(fused, n_fused, index));
+    picked
+}
+
+/// How many random stencils, and schedules of each one's space, a run checks: 12 and 25 on a
+/// full run, 4 and 8 on a quick one.
+fn random_sample() -> (u64, usize) {
+    quick_or_full((4, 8), (12, 25), "8 of 12 random stencils' spaces")
+}
+
 /// The distinct PTX modules of `schedules`, generated for the emulated shape and sm_80.
 fn modules(kernel: &Kernel, schedules: &[GpuSchedule]) -> BTreeSet<String> {
     let shape = emulated_shape(kernel);
@@ -145,23 +172,23 @@ fn kernels_with_modules(kernels: &[(Kernel, Vec<GpuSchedule>)]) -> Vec<String> {
 #[test]
 fn every_schedule_of_the_seeds_assembles() {
     let (f64s, f32s) = common::seed_kernels();
+    let mut space = 0;
     let kernels: Vec<(Kernel, Vec<GpuSchedule>)> = f64s
         .into_iter()
         .chain(f32s)
-        .map(|k| {
+        .enumerate()
+        .map(|(i, k)| {
             let s = tuner_schedules(&k);
-            (k, s)
+            space += s.len();
+            (k, seed_sample(s, i as u64))
         })
         .collect();
+    assert!(space > 5000, "only {space} schedules in the seeds' spaces");
     let schedules: usize = kernels.iter().map(|(_, s)| s.len()).sum();
-    assert!(
-        schedules > 5000,
-        "only {schedules} schedules in the seeds' spaces"
-    );
     let modules = kernels_with_modules(&kernels);
     let assembled = assemble_all("space_seed", &modules);
     println!(
-        "{schedules} schedules of {} seed kernels: {} distinct modules, {assembled} assembled",
+        "{schedules} of {space} schedules of {} seed kernels: {} distinct modules, {assembled} assembled",
         kernels.len(),
         modules.len()
     );
@@ -169,16 +196,19 @@ fn every_schedule_of_the_seeds_assembles() {
 
 #[test]
 fn a_sample_of_every_random_stencils_space_assembles() {
-    let kernels: Vec<(Kernel, Vec<GpuSchedule>)> = common::random_kernels(12)
+    let (count, per_kernel) = random_sample();
+    let kernels: Vec<(Kernel, Vec<GpuSchedule>)> = common::random_kernels(count)
         .into_iter()
         .enumerate()
         .map(|(i, k)| {
-            let s = sample(tuner_schedules(&k), 25, i as u64);
+            let s = sample(tuner_schedules(&k), per_kernel, i as u64);
             (k, s)
         })
         .collect();
     let modules = kernels_with_modules(&kernels);
-    assert!(modules.len() > 100, "{} modules", modules.len());
+    // Distinct schedules mostly give distinct modules (a few coincide).
+    let least = count as usize * per_kernel / 3;
+    assert!(modules.len() > least, "{} modules", modules.len());
     assemble_all("space_random", &modules);
 }
 
@@ -258,14 +288,15 @@ fn emulate_kernel(kernel: &Kernel, schedules: &[GpuSchedule]) -> usize {
     }
 }
 
-/// One test per seed kernel, so the harness spreads them over the cores.
+/// One test per seed kernel, so the harness spreads them over the cores: the whole space on a
+/// full run, `seed_sample`'s sample on a quick one.
 macro_rules! emulate_whole_space {
     ($($test:ident: $index:expr),* $(,)?) => {$(
         #[test]
         fn $test() {
             let (f64s, f32s) = common::seed_kernels();
             let kernel = f64s.into_iter().chain(f32s).nth($index).expect("a seed kernel");
-            let schedules = tuner_schedules(&kernel);
+            let schedules = seed_sample(tuner_schedules(&kernel), $index);
             let cases = emulate_kernel(&kernel, &schedules);
             let sweeps = schedules.iter().filter(|s| s.time_steps == 1).count();
             assert!(cases >= sweeps, "{}: {cases} cases", kernel.name);
@@ -317,8 +348,9 @@ fn the_seed_list_is_the_one_the_space_tests_name() {
 
 #[test]
 fn emulator_runs_a_sample_of_every_random_stencils_space() {
-    for (i, kernel) in common::random_kernels(12).iter().enumerate() {
-        let schedules = sample(tuner_schedules(kernel), 25, i as u64);
+    let (count, per_kernel) = random_sample();
+    for (i, kernel) in common::random_kernels(count).iter().enumerate() {
+        let schedules = sample(tuner_schedules(kernel), per_kernel, i as u64);
         let cases = emulate_kernel(kernel, &schedules);
         let sweeps = schedules.iter().filter(|s| s.time_steps == 1).count();
         assert!(cases >= sweeps, "{}: {cases} cases", kernel.name);
