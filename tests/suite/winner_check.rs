@@ -9,7 +9,7 @@
 //! field the wrong offset moves every point by less than the whole-output tolerance: the
 //! per-point bound rejects it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use stencil::prelude::*;
 use stencil::{
@@ -18,6 +18,13 @@ use stencil::{
 };
 use stencil_core::schedule::{DimValue, SearchSpace, TuningSpace};
 use stencil_cuda::CodegenOptions;
+
+/// Makes a correct schedule's run at least 4 times as long as the emulation itself took (and
+/// at least 30 ms), so the planted variant wins every timing by far on a loaded machine too.
+fn slow_down(started: Instant) {
+    let took = started.elapsed();
+    std::thread::sleep((3 * took).max(Duration::from_millis(30)));
+}
 
 /// The emulator, with one schedule (`wrong`) run by a generator with a planted bug.
 struct OneWrongVariant {
@@ -63,14 +70,16 @@ impl<T: Element> Backend<T> for OneWrongVariant {
     }
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> stencil::Result<()> {
         let fast = *schedule == Schedule::Gpu(self.wrong);
-        if !fast {
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        if fast || self.default_wrong {
+        let started = Instant::now();
+        let result = if fast || self.default_wrong {
             self.planted.run(job, schedule)
         } else {
             self.correct.run(job, schedule)
+        };
+        if !fast {
+            slow_down(started);
         }
+        result
     }
     fn tuning_device(&self) -> Option<(String, usize)> {
         Some(("emulated test device".into(), 1))
@@ -330,10 +339,11 @@ impl Backend<f64> for WrongReduction {
     }
     fn run(&self, job: &mut Job<'_, f64>, schedule: &Schedule) -> stencil::Result<()> {
         let wrong = *schedule == self.schedules[1];
-        if !wrong {
-            std::thread::sleep(Duration::from_millis(30));
-        }
+        let started = Instant::now();
         self.gpu.run(job, schedule)?;
+        if !wrong {
+            slow_down(started);
+        }
         if wrong {
             let value = job.reductions()[0].expect("the emulator sets the reduction");
             job.set_reduction(0, value + 1.0);
