@@ -2,16 +2,20 @@
 //! message `tuned`) with its kernel, shape, trials, time, schedule and roofline fraction, for
 //! sweeps and for time loops; remembered schedules emit none.
 //!
-//! The capturing subscriber is a few lines over `tracing`'s own `Subscriber` trait, set as the
-//! thread's default only around each call, so events of tests running on other threads are
-//! never seen. The sweep tunes `heat` into a cache file of its own: the tuning memo is the
+//! The capturing subscriber is a few lines over `tracing`'s own `Subscriber` trait. It is the
+//! process's global default (set once), and records an event only on a thread that is
+//! capturing, so events of tests running on other threads are never seen. (A subscriber set
+//! as the thread's default only around each call loses events: `tracing` caches whether a
+//! call site is wanted, and another test's thread that meets the site first, with no
+//! subscriber, can leave it cached as unwanted.) The sweep tunes `heat` into a cache file of its own: the tuning memo is the
 //! process's and its key holds the cache's path, so another module of this binary that tunes
 //! the same kernel on the same shape without a cache cannot make the call `Remembered`. (The
 //! time loop's `diffuse` is this module's own kernel, and tuned without a cache: with one, the
 //! loop's sweep is tuned and stored first, a second event.)
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 
 use stencil::prelude::*;
 use stencil::{TunePolicy, TuningCache, TuningSource};
@@ -40,11 +44,19 @@ struct Captured {
     fields: HashMap<String, String>,
 }
 
-/// A subscriber that records every event and has no spans.
+/// The events of a capturing thread.
 #[derive(Clone, Default)]
 struct Capture {
     events: Arc<Mutex<Vec<Captured>>>,
 }
+
+thread_local! {
+    /// Where this thread's events go while it captures.
+    static CAPTURING: RefCell<Option<Arc<Mutex<Vec<Captured>>>>> = const { RefCell::new(None) };
+}
+
+/// The process's subscriber: records the library's events of capturing threads; no spans.
+struct Router;
 
 struct Fields<'a>(&'a mut HashMap<String, String>);
 
@@ -59,9 +71,9 @@ impl Visit for Fields<'_> {
     }
 }
 
-impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
+impl Subscriber for Router {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.target().starts_with("stencil")
     }
     fn new_span(&self, _: &Attributes<'_>) -> Id {
         Id::from_u64(1)
@@ -69,9 +81,12 @@ impl Subscriber for Capture {
     fn record(&self, _: &Id, _: &Record<'_>) {}
     fn record_follows_from(&self, _: &Id, _: &Id) {}
     fn event(&self, event: &Event<'_>) {
+        let Some(events) = CAPTURING.with(|c| c.borrow().clone()) else {
+            return;
+        };
         let mut fields = HashMap::new();
         event.record(&mut Fields(&mut fields));
-        self.events.lock().unwrap().push(Captured {
+        events.lock().unwrap().push(Captured {
             level: *event.metadata().level(),
             target: event.metadata().target().to_string(),
             fields,
@@ -82,10 +97,17 @@ impl Subscriber for Capture {
 }
 
 impl Capture {
-    /// Runs `f` with this subscriber as the thread's default; the `tuned` events it saw.
+    /// Runs `f` with this thread capturing; the `tuned` events it saw.
     fn tuned_events<R>(&self, f: impl FnOnce() -> R) -> (R, Vec<Captured>) {
+        static GLOBAL: Once = Once::new();
+        GLOBAL.call_once(|| {
+            tracing::subscriber::set_global_default(Router)
+                .expect("no other global subscriber in this test binary");
+        });
         self.events.lock().unwrap().clear();
-        let result = tracing::subscriber::with_default(self.clone(), f);
+        CAPTURING.with(|c| *c.borrow_mut() = Some(self.events.clone()));
+        let result = f();
+        CAPTURING.with(|c| *c.borrow_mut() = None);
         let events = self
             .events
             .lock()

@@ -20,7 +20,10 @@
 //! The comparison stops early, and the incumbent stays, once the challenger has lost more
 //! undisturbed rounds than the rule allows; it also stops early, and the challenger wins,
 //! when [`DECISIVE_ROUNDS`] (3) undisturbed rounds each show it more than [`DECISIVE_GAIN`]
-//! (20%) faster: a gain that large is beyond any noise a round can hide.
+//! (20%) faster: a gain that large is beyond any noise a round can hide. The same holds when
+//! at least 3 rounds do not flatter the challenger (none is disturbed by a burst on the
+//! incumbent's side) and every one of them shows the gain, since a burst on the challenger's
+//! side only makes it look slower.
 
 use super::runs::Sampler;
 
@@ -78,16 +81,31 @@ impl PairedRule {
         if n == 0 {
             return Vec::new();
         }
-        let min = |v: &[f64]| v[..n].iter().copied().fold(f64::INFINITY, f64::min);
-        let quiet = match prior {
-            Some((a, b)) => min(challenger).min(b) / min(incumbent).min(a),
-            None => min_ratio(incumbent, challenger),
-        };
+        let quiet = quiet_ratio(incumbent, challenger, prior);
         (0..n)
             .filter(|&i| {
                 let r = challenger[i] / incumbent[i];
                 r <= self.disturbed * quiet && r * self.disturbed >= quiet
             })
+            .collect()
+    }
+
+    /// The rounds that do not flatter the challenger: all but those whose ratio is more than
+    /// [`disturbed`](Self::disturbed) below the quiet ratio (a burst slowed the incumbent's
+    /// sample). A burst on the challenger's side only makes it look slower.
+    fn not_flattering(
+        &self,
+        incumbent: &[f64],
+        challenger: &[f64],
+        prior: Option<(f64, f64)>,
+    ) -> Vec<usize> {
+        let n = incumbent.len().min(challenger.len());
+        if n == 0 {
+            return Vec::new();
+        }
+        let quiet = quiet_ratio(incumbent, challenger, prior);
+        (0..n)
+            .filter(|&i| challenger[i] / incumbent[i] * self.disturbed >= quiet)
             .collect()
     }
 
@@ -123,11 +141,17 @@ impl PairedRule {
         challenger: &[f64],
         prior: Option<(f64, f64)>,
     ) -> bool {
-        let clean = self.undisturbed_given(incumbent, challenger, prior);
-        clean.len() >= DECISIVE_ROUNDS
-            && clean
-                .iter()
-                .all(|&i| challenger[i] <= (1.0 - DECISIVE_GAIN) * incumbent[i])
+        let all_large = |rounds: Vec<usize>| {
+            rounds.len() >= DECISIVE_ROUNDS
+                && rounds
+                    .iter()
+                    .all(|&i| challenger[i] <= (1.0 - DECISIVE_GAIN) * incumbent[i])
+        };
+        // The undisturbed rounds, or every round that does not flatter the challenger: a
+        // large gain that shows even where bursts slowed the challenger's samples is real
+        // (a fast schedule's short runs jitter most on a loaded machine).
+        all_large(self.undisturbed_given(incumbent, challenger, prior))
+            || all_large(self.not_flattering(incumbent, challenger, prior))
     }
 
     /// The verdict on complete evidence: whether the challenger replaces the incumbent.
@@ -232,6 +256,17 @@ fn median_ratio(incumbent: &[f64], challenger: &[f64]) -> f64 {
     crate::harness::median(&ratios)
 }
 
+/// The ratio of the two sides' fastest samples (each side's quiet speed), `prior` samples
+/// included when known.
+fn quiet_ratio(incumbent: &[f64], challenger: &[f64], prior: Option<(f64, f64)>) -> f64 {
+    let n = incumbent.len().min(challenger.len());
+    let min = |v: &[f64]| v[..n].iter().copied().fold(f64::INFINITY, f64::min);
+    match prior {
+        Some((a, b)) => min(challenger).min(b) / min(incumbent).min(a),
+        None => min_ratio(incumbent, challenger),
+    }
+}
+
 fn min_ratio(incumbent: &[f64], challenger: &[f64]) -> f64 {
     let n = incumbent.len().min(challenger.len());
     let min = |v: &[f64]| v[..n].iter().copied().fold(f64::INFINITY, f64::min);
@@ -304,6 +339,24 @@ mod tests {
         assert!(!rule.replaces(&inc[..4], &[0.9; 4]));
         assert!(rule.replaces(&inc[..3], &[0.7; 3]));
         assert!(!rule.replaces(&inc[..3], &[0.7, 0.7, 0.85]));
+    }
+
+    #[test]
+    fn a_large_gain_stands_when_only_the_challengers_samples_jitter() {
+        let rule = PAIRED_RULE;
+        // A schedule 30 times faster whose short runs a loaded machine slows by up to 3x:
+        // most rounds are off the quiet ratio, but each shows the gain.
+        let inc = [30.0, 30.5, 30.2, 30.1, 30.3];
+        let fast = [1.0, 2.9, 1.6, 3.0, 2.2];
+        assert!(rule.undisturbed(&inc, &fast).len() < DECISIVE_ROUNDS);
+        assert!(rule.decisive(&inc, &fast));
+        assert!(rule.replaces(&inc, &fast));
+        // Bursts that slow the incumbent flatter the challenger: those rounds never count,
+        // so an equal challenger does not win by them.
+        let slowed = [1.0, 1.6, 1.7, 1.0, 1.8];
+        let equal = [1.0, 1.0, 1.0, 1.0, 1.0];
+        assert!(!rule.decisive(&slowed, &equal));
+        assert!(!rule.replaces(&slowed, &equal));
     }
 
     #[test]
