@@ -1,6 +1,6 @@
 //! The run-time error type of the whole library.
 //!
-//! Three kinds of failure are kept apart (STYLE.md, Errors): a mistake in kernel source is a
+//! Three kinds of failure are kept apart: a mistake in kernel source is a
 //! compile error with a span (the macro's business); run-time misuse is an [`Error`] with an
 //! [`ErrorKind`] that callers may match on; a broken internal invariant is a bug and panics,
 //! naming the pass.

@@ -77,17 +77,9 @@ impl PairedRule {
         challenger: &[f64],
         prior: Option<(f64, f64)>,
     ) -> Vec<usize> {
-        let n = incumbent.len().min(challenger.len());
-        if n == 0 {
-            return Vec::new();
-        }
-        let quiet = quiet_ratio(incumbent, challenger, prior);
-        (0..n)
-            .filter(|&i| {
-                let r = challenger[i] / incumbent[i];
-                r <= self.disturbed * quiet && r * self.disturbed >= quiet
-            })
-            .collect()
+        rounds_where(incumbent, challenger, prior, |r, quiet| {
+            r <= self.disturbed * quiet && r * self.disturbed >= quiet
+        })
     }
 
     /// The rounds that do not flatter the challenger: all but those whose ratio is more than
@@ -99,14 +91,9 @@ impl PairedRule {
         challenger: &[f64],
         prior: Option<(f64, f64)>,
     ) -> Vec<usize> {
-        let n = incumbent.len().min(challenger.len());
-        if n == 0 {
-            return Vec::new();
-        }
-        let quiet = quiet_ratio(incumbent, challenger, prior);
-        (0..n)
-            .filter(|&i| challenger[i] / incumbent[i] * self.disturbed >= quiet)
-            .collect()
+        rounds_where(incumbent, challenger, prior, |r, quiet| {
+            r * self.disturbed >= quiet
+        })
     }
 
     /// Whether the undisturbed rounds lost so far already decide against the challenger
@@ -254,6 +241,23 @@ fn median_ratio(incumbent: &[f64], challenger: &[f64]) -> f64 {
         .map(|(a, b)| b / a)
         .collect();
     crate::harness::median(&ratios)
+}
+
+/// The rounds whose ratio (challenger over incumbent) `keep` accepts, given the quiet ratio.
+fn rounds_where(
+    incumbent: &[f64],
+    challenger: &[f64],
+    prior: Option<(f64, f64)>,
+    keep: impl Fn(f64, f64) -> bool,
+) -> Vec<usize> {
+    let n = incumbent.len().min(challenger.len());
+    if n == 0 {
+        return Vec::new();
+    }
+    let quiet = quiet_ratio(incumbent, challenger, prior);
+    (0..n)
+        .filter(|&i| keep(challenger[i] / incumbent[i], quiet))
+        .collect()
 }
 
 /// The ratio of the two sides' fastest samples (each side's quiet speed), `prior` samples
