@@ -57,3 +57,24 @@ pub(crate) fn test_path(module_path: &str, name: &str) -> String {
         None => name.to_string(),
     }
 }
+
+/// Runs the test `name` of the module at `module_path` alone in a child process of this test
+/// binary, with the environment variables `vars` set (the role it plays and the tuning cache
+/// it shares, in the tests that check the cache across processes); its standard output.
+/// Fails the calling test when the child fails.
+pub(crate) fn run_child(module_path: &str, name: &str, vars: [(&str, &str); 2]) -> String {
+    let exe = std::env::current_exe().expect("test binary");
+    let test = test_path(module_path, name);
+    let output = std::process::Command::new(exe)
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .envs(vars)
+        .output()
+        .expect("spawn the child");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "child {vars:?} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}

@@ -5,7 +5,6 @@
 //! not tuned under `quick`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use stencil::prelude::*;
 use stencil::{CpuSchedule, Schedule, StepsReport, TunePolicy, TuningCache, TuningSource};
@@ -45,21 +44,8 @@ fn by_hand(u: &Grid3<f64>, steps: usize) -> Vec<f64> {
 }
 
 fn run_child(test: &str, role: &str, cache: &Path) -> String {
-    let exe = std::env::current_exe().expect("test binary");
-    let test = crate::test_path(module_path!(), test);
-    let output = Command::new(exe)
-        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
-        .env(ROLE_VAR, role)
-        .env(CACHE_VAR, cache)
-        .output()
-        .expect("spawn the child");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "child {role} failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
+    let cache = cache.to_str().expect("a UTF-8 cache path");
+    crate::run_child(module_path!(), test, [(ROLE_VAR, role), (CACHE_VAR, cache)])
 }
 
 #[test]
