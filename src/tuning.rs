@@ -227,8 +227,9 @@ pub(crate) fn ensure_caches<T: Element>(
 /// padded by `padding` lines, in the kernel's field order) running `steps` steps: remembered,
 /// cached or tuned now against the loop of plain steps under `sweep` (the single sweep's own
 /// schedule, found `sweep_seconds` ago), `trial(schedule, n)` running `n` steps on copies of
-/// the grids of the backend's [`steps_trial_shape`](Backend::steps_trial_shape) (`false`: it
-/// failed). Keyed like a sweep's schedule plus the time loop's step-count class and the
+/// the grids of the backend's [`steps_trial_shape`](Backend::steps_trial_shape), each
+/// candidate as its [`steps_trial_schedule`](Backend::steps_trial_schedule) runs it there
+/// (`false`: it failed). Keyed like a sweep's schedule plus the time loop's step-count class and the
 /// sweep schedule.
 ///
 /// Does not fail, as [`choose`].
@@ -278,7 +279,12 @@ pub(crate) fn choose_steps<T: Element>(
         &call,
         &target,
         settings,
-        &mut |schedule| trial(schedule, trial_steps),
+        &mut |schedule| {
+            trial(
+                &backend.steps_trial_schedule(schedule, &trial_shape),
+                trial_steps,
+            )
+        },
         &mut |_| Ok(()),
     )?;
     report.time_loop = true;

@@ -455,6 +455,17 @@ pub trait Backend<T: Element>: Send + Sync {
         shape.to_vec()
     }
 
+    /// The schedule a time loop's tuning trial on grids of `trial_shape` (from
+    /// [`steps_trial_shape`](Self::steps_trial_shape)) runs for the candidate `schedule` of
+    /// the whole loop: `schedule` itself (the default), or the same schedule with the blocks
+    /// that would leave workers idle on the trial's smaller grids cut to fit them (a sweep's
+    /// core blocks sized for the whole grid), so that the trial costs the candidate what the
+    /// whole loop would, per point.
+    fn steps_trial_schedule(&self, schedule: &Schedule, trial_shape: &[usize]) -> Schedule {
+        let _ = trial_shape;
+        schedule.clone()
+    }
+
     /// What a tuned schedule on this backend depends on besides the kernel and the shape: the
     /// device's fingerprint (CPU model and core count; GPU name and compute capability) and the
     /// number of threads a schedule runs on. `None` (the default) means the backend is not

@@ -252,21 +252,33 @@ impl<T: Element> Backend<T> for CpuBackend {
     /// As many planes of dimension 0 as two slabs of the thickest blocking the tuning
     /// space offers (slab plus lag), and at least enough that the trial grids exceed twice
     /// the last-level cache: every candidate's slabs meet the caches as on the real grids,
-    /// and a trial of a large loop costs a fraction of its steps. Rounded up to whole core
-    /// blocks of `sweep` for every thread, so plain steps under the sweep's schedule keep
-    /// every thread as busy in a trial as in the loop.
-    fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize], sweep: &Schedule) -> Vec<usize> {
-        let sweep = match sweep {
-            Schedule::Cpu(s) => Some(s),
-            _ => None,
-        };
-        crate::steps::trial_shape(
-            crate::Machine::detect(),
-            kernel,
-            shape,
-            self.threads(),
-            sweep,
-        )
+    /// and a trial of a large loop costs a fraction of its steps. Plain steps under `sweep`
+    /// run in the trial with core blocks cut to the trial's planes
+    /// ([`steps_trial_schedule`](Backend::steps_trial_schedule)), so `sweep` does not size
+    /// the trial.
+    fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize], _sweep: &Schedule) -> Vec<usize> {
+        crate::steps::trial_shape(crate::Machine::detect(), kernel, shape)
+    }
+
+    /// Plain steps (depth 1 or less) whose core blocks of dimension 0 would leave a worker
+    /// without a block on the trial's planes get blocks of the trial's planes over the
+    /// workers, so every worker of the loop works in the trial as in the loop; blocked
+    /// schedules are sized for the trial grids by their own slabs and run as given.
+    fn steps_trial_schedule(&self, schedule: &Schedule, trial_shape: &[usize]) -> Schedule {
+        match schedule {
+            Schedule::Cpu(s) if s.time_depth <= 1 && s.tile[0] > 0 => {
+                let workers = match s.threads {
+                    0 => self.threads(),
+                    t => t.min(self.threads()),
+                }
+                .max(1);
+                let planes = trial_shape.first().copied().unwrap_or(1);
+                let mut tile = s.tile;
+                tile[0] = tile[0].min(planes.div_ceil(workers)).max(1);
+                Schedule::Cpu(CpuSchedule { tile, ..*s })
+            }
+            other => other.clone(),
+        }
     }
 
     /// The default schedule with blocking depths 1 to 4 and slabs of 1 to 3 planes (depths

@@ -312,7 +312,8 @@ fn job_has_periodic_dim0<T: Element>(job: &StepsJob<'_, T>) -> bool {
 /// steps one after another under `sweep`, the loop's single-sweep schedule, legal at depth 1
 /// with every other dimension at its first value only). That last point is the space's
 /// [baseline](TuningSpace::baselines): the tuned loop is never slower than plain steps of
-/// the tuned sweep. The other tiles and the stores of blocked points are the default
+/// the tuned sweep. Where the default schedule blocks, the baseline is the space's only
+/// point of depth 1. The other tiles and the stores of blocked points are the default
 /// schedule's (blocked steps store plainly whatever the stores: a step's output is read again
 /// by the next step while in cache). The quick search screens `time_depth` first, then
 /// `block_y`, `time_slab`, `register_rows` and `prefetch`.
@@ -386,12 +387,20 @@ pub(crate) fn steps_tuning_space(
         ..*sweep
     };
     let depth_one = depths.iter().position(|&d| d == 1);
+    // Where the default blocks (its depth is above 1), depth 1 is the baseline alone: plain
+    // steps through the blocking's slabs only add barriers to the same work, and on trial
+    // grids that a large last level holds (plain stores, unlike the tuned sweep's streaming
+    // ones) they would look faster than they run on the whole grid.
+    let depth = default_depth(machine, plane * shape[0]);
     let (depths_of, slabs_of, rows_of) = (depths.clone(), slabs.clone(), register_rows.clone());
     let schedule_of = move |point: &[usize]| {
         if point[5] == 1 {
             // Plain steps under the sweep's schedule: one point only.
             return (Some(point[0]) == depth_one && point[1..5].iter().all(|&i| i == 0))
                 .then_some(Schedule::Cpu(sweep));
+        }
+        if depth > 1 && Some(point[0]) == depth_one {
+            return None;
         }
         let mut tile = default.tile;
         let block = *blocks.get(point[2])?;
@@ -410,7 +419,6 @@ pub(crate) fn steps_tuning_space(
     };
     let mut tuning = TuningSpace::new(space, schedule_of);
     // The default: depth and slab as the backend would choose them without a schedule.
-    let depth = default_depth(machine, plane * shape[0]);
     let slab = default_slab(shape[0], plane, depth, lag, budget, workers).clamp(1, shape[0]);
     let row_len = shape[shape.len() - 1];
     let rows =
@@ -438,28 +446,17 @@ pub(crate) fn steps_tuning_space(
 /// The shape of a time loop's trial grids (see `CpuBackend`'s `steps_trial_shape`): `shape`
 /// with dimension 0 cut to two of the thickest blocks the tuning space offers and at least
 /// twice this process's share of the effective last-level cache's worth of planes
-/// ([`Machine::llc_share`]), rounded up to whole core blocks of `sweep` (its `tile[0]`) for
-/// every worker (never more than `shape`).
-pub(crate) fn trial_shape(
-    machine: &Machine,
-    kernel: &Kernel,
-    shape: &[usize],
-    workers: usize,
-    sweep: Option<&CpuSchedule>,
-) -> Vec<usize> {
+/// ([`Machine::llc_share`]), never more than `shape`.
+pub(crate) fn trial_shape(machine: &Machine, kernel: &Kernel, shape: &[usize]) -> Vec<usize> {
     let lag = radius(kernel).in_dim(0) as usize;
     let plane =
         shape[1..].iter().product::<usize>() * kernel.fields.len() * kernel.elem().size_bytes();
     let budget = machine.llc_share() / 2;
     let deepest = TIME_DEPTHS[TIME_DEPTHS.len() - 1];
-    let thickest = 2 * default_slab(shape[0], plane, 1, lag, budget, workers);
-    let mut planes = (2 * (thickest + deepest * lag + 2 * lag))
+    let thickest = 2 * default_slab(shape[0], plane, 1, lag, budget, 1);
+    let planes = (2 * (thickest + deepest * lag + 2 * lag))
         .max((4 * budget).div_ceil(plane.max(1)))
         .max(16);
-    if let Some(block) = sweep.map(|s| s.tile[0]).filter(|&b| b > 0) {
-        let round = block * workers.max(1);
-        planes = planes.div_ceil(round) * round;
-    }
     let mut trial = shape.to_vec();
     trial[0] = planes.min(shape[0]);
     trial
@@ -555,6 +552,72 @@ mod cache_tests {
         let measured_space = space(&cloud_vm(measured(0, 128 << 10)));
         assert_eq!(depth_at(&measured_space), DEFAULT_TIME_DEPTH);
         assert_eq!(measured_space.cache_bytes, 128 << 10);
+        // Depth 1: where the default blocks, only the baseline (plain steps of the sweep);
+        // where it does not, the default's own depth with its slabs and register rows.
+        let depth_one_points = |t: &TuningSpace| {
+            let mut points = Vec::new();
+            for index in 0..t.space().n_points() {
+                let p = t.space().point_at(index);
+                if let Some(Schedule::Cpu(s)) = t.schedule(&p) {
+                    if s.time_depth == 1 {
+                        points.push(p);
+                    }
+                }
+            }
+            points
+        };
+        assert_eq!(depth_one_points(&measured_space), measured_space.baselines);
+        let unblocked = space(&cloud_vm(None));
+        assert!(depth_one_points(&unblocked).len() > unblocked.baselines.len());
+    }
+
+    #[test]
+    fn trial_schedules_cut_the_sweeps_core_blocks_to_the_trials_planes() {
+        use stencil_core::{Backend, Schedule};
+        let backend = crate::CpuBackend::new(2).unwrap();
+        let trial = [208, 8192];
+        let on_trial = |s: CpuSchedule| match Backend::<f64>::steps_trial_schedule(
+            &backend,
+            &Schedule::Cpu(s),
+            &trial,
+        ) {
+            Schedule::Cpu(s) => s,
+            other => panic!("not a CPU schedule: {other:?}"),
+        };
+        // Blocks of 1024 planes (a sweep tuned on 8192 of them) would leave one of two
+        // workers idle on 208: each gets 104.
+        let sweep = CpuSchedule {
+            tile: [1024, 0, 0, 0],
+            ..CpuSchedule::default()
+        };
+        assert_eq!(
+            on_trial(sweep),
+            CpuSchedule {
+                tile: [104, 0, 0, 0],
+                ..sweep
+            }
+        );
+        // On one thread the block is the trial's planes; blocks that fit stay.
+        assert_eq!(
+            on_trial(CpuSchedule {
+                threads: 1,
+                ..sweep
+            })
+            .tile[0],
+            208
+        );
+        let small = CpuSchedule {
+            tile: [64, 0, 0, 0],
+            ..sweep
+        };
+        assert_eq!(on_trial(small), small);
+        // Blocked schedules are sized by their slabs and run as given.
+        let blocked = CpuSchedule {
+            time_depth: 8,
+            time_slab: 36,
+            ..sweep
+        };
+        assert_eq!(on_trial(blocked), blocked);
     }
 
     #[test]
@@ -564,10 +627,10 @@ mod cache_tests {
         // steps' lag make 148.
         let kernel = star();
         let shape = [512, 64, 64];
-        let reported = trial_shape(&cloud_vm(None), &kernel, &shape, 2, None);
+        let reported = trial_shape(&cloud_vm(None), &kernel, &shape);
         assert_eq!(reported, shape);
         let vm = cloud_vm(measured(256 << 10, 4 << 20));
-        let trial = trial_shape(&vm, &kernel, &shape, 2, None);
+        let trial = trial_shape(&vm, &kernel, &shape);
         assert_eq!(trial, [148, 64, 64]);
         // Blocks of rows: 3 input planes and 1 output plane of 64-point rows (512 bytes)
         // in half the second-level cache: 512 rows by the report (2 MiB), 64 measured.
