@@ -103,6 +103,11 @@ pub use ndarray;
 #[doc = include_str!("../docs/guide.md")]
 pub struct GuideDoctests;
 
+/// The code blocks of README.md, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// What a simulation code needs in scope: grids, boundaries, the macro, the error type and the
 /// reduction result types.
 pub mod prelude {
