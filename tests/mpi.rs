@@ -12,7 +12,7 @@
 //! rank count, ghost depths of 0 (an exchange per step), the radius, and twice it (two steps
 //! per exchange), time loops and single sweeps. Every rank computes each case in one process
 //! on random data (with the caller's values beyond `UserManaged` faces) and compares its own
-//! local grids with it bit for bit, as README states the result: the owned box and the halo
+//! local grids with it bit for bit, as docs/guide.md states the result: the owned box and the halo
 //! beyond global faces after the call, every local point after an exchange; rank 0 also
 //! compares the gathered grids. Cases that the layout cannot hold must fail with the
 //! documented error on every rank. Then: scatter's errors on every rank, a callback that
@@ -435,7 +435,7 @@ fn run_case<const D: usize>(
         .without_tuning_cache()
         .run(case.steps)
         .unwrap();
-    // What README promises: each rank's local grids, interior and halo, are one process's
+    // What docs/guide.md promises: each rank's local grids, interior and halo, are one process's
     // where the loop leaves them final (owned box, halo beyond global faces, the caller's
     // points beyond `UserManaged` faces), and everywhere once exchanged.
     // After an odd number of steps `u` holds the storage `out` started with, and with it

@@ -1,5 +1,5 @@
 //! Run-time misuse is a documented `Err` of the right kind, never a panic or a silent wrong
-//! answer (README.md, "Errors, not panics").
+//! answer (docs/guide.md, "Errors, not panics").
 
 use stencil::prelude::*;
 use stencil::{ElemType, ErrorKind, KernelBuilder, Stencil};

@@ -1,5 +1,6 @@
-//! The example of README's "Reductions, in-place updates and Krylov solvers", verbatim, run
-//! as a test (README's code blocks are not doctests).
+//! The kernels of the guide's "Reductions, in-place updates and Krylov solvers" chapter
+//! (docs/guide.md, whose blocks `cargo test --doc` runs too), run as tests with checks of their
+//! own.
 
 use stencil::prelude::*;
 
@@ -25,7 +26,7 @@ fn readme_example_runs() -> Result<(), stencil::Error> {
     let mut rr = Sum::new();
     residual(&u, &b, &mut r, &mut rr).run()?;
     println!("|r| = {}", rr.value().sqrt());
-    // Not in README: zero grids have a zero residual, written everywhere.
+    // Zero grids have a zero residual, written everywhere.
     assert_eq!(rr.value(), 0.0);
     assert!(r.interior_iter().all(|(_, v)| v == 0.0));
     Ok(())

@@ -1,6 +1,6 @@
 //! [`to_macro_source`]: any verified kernel as a `stencil!` invocation.
 //!
-//! The text uses the kernel language of README.md ("The kernel language"): fields typed `&GridN<T>` /
+//! The text uses the kernel language of `stencil!` (docs/guide.md, "Kernels"): fields typed `&GridN<T>` /
 //! `&mut GridN<T>` (inputs and outputs in declaration order), then scalar parameters typed
 //! `T`; statements `let name = expr;` and `out[i, j, k] = expr;`; reads `u[i-1, j+2, k]`;
 //! calls `sqrt(x)`, `min(a, b)`, `pow(a, b)`, ...; `if c { a } else { b }`; comparisons,
