@@ -463,7 +463,7 @@ pub trait Backend<T: Element>: Send + Sync {
     /// whole loop would, per point.
     fn steps_trial_schedule(&self, schedule: &Schedule, trial_shape: &[usize]) -> Schedule {
         let _ = trial_shape;
-        schedule.clone()
+        *schedule
     }
 
     /// What a tuned schedule on this backend depends on besides the kernel and the shape: the

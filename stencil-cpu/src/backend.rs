@@ -277,7 +277,7 @@ impl<T: Element> Backend<T> for CpuBackend {
                 tile[0] = tile[0].min(planes.div_ceil(workers)).max(1);
                 Schedule::Cpu(CpuSchedule { tile, ..*s })
             }
-            other => other.clone(),
+            other => *other,
         }
     }
 

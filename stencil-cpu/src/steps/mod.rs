@@ -558,10 +558,10 @@ mod cache_tests {
             let mut points = Vec::new();
             for index in 0..t.space().n_points() {
                 let p = t.space().point_at(index);
-                if let Some(Schedule::Cpu(s)) = t.schedule(&p) {
-                    if s.time_depth == 1 {
-                        points.push(p);
-                    }
+                if let Some(Schedule::Cpu(s)) = t.schedule(&p)
+                    && s.time_depth == 1
+                {
+                    points.push(p);
                 }
             }
             points
