@@ -111,6 +111,7 @@ use ::mpi::point_to_point::{Destination, Source as _};
 use ::mpi::topology::{CartesianCommunicator, Communicator, SimpleCommunicator};
 
 use stencil_core::grid::{Boundary, Grid, Side};
+use stencil_core::schedule::wire;
 use stencil_core::{Element, Error, ErrorKind, Result};
 
 pub use decomp::Decomposition;
@@ -1158,11 +1159,11 @@ impl<const D: usize> Domain<D> {
         // its schedule, or word 0 set when its tuning failed (which would otherwise leave
         // the group waiting).
         let root = group.process_at_rank(0);
-        let mut code = [0u64; SCHEDULE_WORDS + 1];
+        let mut code = [0u64; wire::WORDS + 1];
         if group.rank() == 0 {
             let report = choose();
             match &report {
-                Ok(r) => code[1..].copy_from_slice(&encode(&r.schedule)),
+                Ok(r) => code[1..].copy_from_slice(&wire::encode(&r.schedule)),
                 Err(_) => code[0] = 1,
             }
             // Non-blocking, as the others' receive is (collectives match only their kind).
@@ -1191,8 +1192,8 @@ impl<const D: usize> Domain<D> {
                 format!("tuning failed on rank {leader}, which tunes for this rank"),
             ));
         }
-        let code: [u64; SCHEDULE_WORDS] = std::array::from_fn(|i| code[i + 1]);
-        match decode(&code) {
+        let code: [u64; wire::WORDS] = std::array::from_fn(|i| code[i + 1]);
+        match wire::decode(&code) {
             Some(schedule) => Ok(crate::TuneReport::plain(
                 crate::TuningSource::Shared,
                 schedule,
@@ -1202,65 +1203,6 @@ impl<const D: usize> Domain<D> {
             None => choose(),
         }
     }
-}
-
-/// Words of an encoded CPU schedule: a tag, the tile extents and nine fields.
-const SCHEDULE_WORDS: usize = 1 + stencil_core::MAX_DIMS + 9;
-
-/// A CPU schedule as words (tag 1); anything else as tag 0.
-fn encode(schedule: &stencil_core::Schedule) -> [u64; SCHEDULE_WORDS] {
-    let mut w = [0u64; SCHEDULE_WORDS];
-    if let stencil_core::Schedule::Cpu(s) = schedule {
-        w[0] = 1;
-        let m = stencil_core::MAX_DIMS;
-        for (slot, &t) in w[1..=m].iter_mut().zip(&s.tile) {
-            *slot = t as u64;
-        }
-        let stores = match s.stores {
-            stencil_core::CpuStores::Plain => 1,
-            stencil_core::CpuStores::Streaming => 2,
-            _ => 0,
-        };
-        w[m + 1..].copy_from_slice(&[
-            s.threads as u64,
-            u64::from(s.force_generic),
-            s.chunk as u64,
-            s.row_block as u64,
-            s.register_rows as u64,
-            stores,
-            s.prefetch as u64,
-            s.time_depth as u64,
-            s.time_slab as u64,
-        ]);
-    }
-    w
-}
-
-/// The schedule [`encode`] wrote, or `None` for tag 0.
-fn decode(w: &[u64; SCHEDULE_WORDS]) -> Option<stencil_core::Schedule> {
-    if w[0] != 1 {
-        return None;
-    }
-    let m = stencil_core::MAX_DIMS;
-    let mut s = stencil_core::CpuSchedule::default();
-    for (t, &x) in s.tile.iter_mut().zip(&w[1..=m]) {
-        *t = x as usize;
-    }
-    let f = &w[m + 1..];
-    s.threads = f[0] as usize;
-    s.force_generic = f[1] != 0;
-    s.chunk = f[2] as usize;
-    s.row_block = f[3] as usize;
-    s.register_rows = f[4] as usize;
-    s.stores = match f[5] {
-        1 => stencil_core::CpuStores::Plain,
-        2 => stencil_core::CpuStores::Streaming,
-        _ => stencil_core::CpuStores::Auto,
-    };
-    s.prefetch = f[6] as usize;
-    s.time_depth = f[7] as usize;
-    s.time_slab = f[8] as usize;
-    Some(stencil_core::Schedule::Cpu(s))
 }
 
 #[cfg(feature = "output")]
@@ -1401,26 +1343,5 @@ impl<const D: usize> Domain<D> {
             ));
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn schedules_survive_their_encoding() {
-        let mut s = stencil_core::CpuSchedule::default();
-        s.tile[0] = 7;
-        s.tile[2] = 64;
-        s.threads = 3;
-        s.force_generic = true;
-        s.stores = stencil_core::CpuStores::Streaming;
-        s.time_depth = 4;
-        s.time_slab = 9;
-        s.prefetch = 2;
-        let schedule = stencil_core::Schedule::Cpu(s);
-        assert_eq!(decode(&encode(&schedule)), Some(schedule));
-        assert_eq!(decode(&[0; SCHEDULE_WORDS]), None);
     }
 }
