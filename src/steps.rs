@@ -108,22 +108,43 @@ pub struct Steps<'g, T: Element, const D: usize> {
     error: Option<Error>,
 }
 
-/// What a time loop needs of a distributed domain (`stencil::mpi::Domain`): halo
-/// exchanges, the boundary conditions that apply on this rank, the ghost depth, and tuning
+/// What a time loop needs of a distributed domain (`stencil::mpi::Domain`, which implements
+/// it with the feature `mpi`): how many steps run per halo exchange, the exchanges of the
+/// grids a step reads (on their own, or overlapped with the step's sweep), the boundary
+/// conditions that apply on this rank, stop decisions combined over the ranks, and tuning
 /// shared between ranks of the same local shape.
 #[doc(hidden)]
 pub trait Distribution<T: Element, const D: usize> {
-    /// Fills the grid's ghost zones and halo from the ranks that own those points.
-    fn exchange(&self, grid: &mut Grid<T, D>) -> Result<()>;
-    /// [`exchange`](Self::exchange), running `work` on the grid while messages are in flight.
-    fn exchange_with(&self, grid: &mut Grid<T, D>, work: &mut dyn FnMut(&Grid<T, D>))
-    -> Result<()>;
-    /// Whether face (`dim`, `side`) has a rank behind it.
-    fn is_rank_face(&self, dim: usize, side: Side) -> bool;
+    /// How many steps of `kernel` a time loop runs per exchange: `ghost / radius`, 1 for no
+    /// ghost zone, all for a kernel of radius 0; [`ErrorKind::BadArgument`] when the ghost
+    /// depth is neither 0 nor at least the kernel's radius.
+    fn steps_per_exchange(&self, kernel: &Kernel) -> Result<usize>;
+    /// Exchanges the grids the next step reads (`grids` per kernel field, every one bound):
+    /// every chain's inputs, and with `first` the coefficients bound mutably.
+    fn exchange_grids(
+        &self,
+        kernel: &Kernel,
+        rotation: &Rotation,
+        grids: &mut [Option<StepsGrid<'_, T, D>>],
+        first: bool,
+    ) -> Result<()>;
+    /// One step with no ghost zone, its exchange overlapped: the one grid the step must
+    /// exchange (a ping-pong's input) is exchanged while the owned box's inner part (points
+    /// more than the kernel's radius from every rank face) is swept; the shell follows once
+    /// the halo has arrived; the written grids' halos are filled on faces without a rank
+    /// behind them. The grids do not rotate (the caller rotates them when it succeeds).
+    /// `None` (nothing done) when the step exchanges other than exactly one grid.
+    fn overlapped_step(
+        &self,
+        stencil: &Stencil<T>,
+        rotation: &Rotation,
+        grids: &mut [Option<StepsGrid<'_, T, D>>],
+        params: &[T],
+        backend: &dyn Backend<T>,
+        schedule: &Schedule,
+    ) -> Option<Result<()>>;
     /// The grid's (global) boundary conditions with rank faces made `UserManaged`.
     fn local_faces(&self, faces: &[[Boundary<T>; 2]; D]) -> [[Boundary<T>; 2]; D];
-    /// The ghost depth on rank faces.
-    fn ghost(&self) -> usize;
     /// Whether `local` holds on any rank (collective: every rank calls it at the same point of
     /// the loop): a callback's decision to stop, made on one rank's data, stops every rank.
     fn any_rank(&self, local: bool) -> bool;
@@ -441,7 +462,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
         };
         // Steps per halo exchange on distributed grids (all of them otherwise).
         let per_exchange = match self.across {
-            Some(across) => self.steps_per_exchange(across.ghost())?,
+            Some(across) => across.steps_per_exchange(kernel)?,
             None => usize::MAX,
         };
         let tuning = match (self.schedule, self.across) {
@@ -476,22 +497,28 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             let overlap = done > 0 && per_exchange == 1 && backend.supports_regions();
             let result = match self.across {
                 Some(across) if overlap => {
-                    match self.overlapped_step(
-                        across,
+                    match across.overlapped_step(
+                        stencil,
                         &rotation,
+                        &mut self.grids,
                         &params,
                         backend,
                         &tuning.schedule,
                     ) {
-                        Some(result) => (usize::from(result.is_ok()), result),
+                        Some(result) => {
+                            if result.is_ok() {
+                                self.rotate_grids(&rotation, 1);
+                            }
+                            (usize::from(result.is_ok()), result)
+                        }
                         None => {
-                            self.exchange(across, &rotation, false)?;
+                            across.exchange_grids(kernel, &rotation, &mut self.grids, false)?;
                             self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk)
                         }
                     }
                 }
                 Some(across) => {
-                    self.exchange(across, &rotation, done == 0)?;
+                    across.exchange_grids(kernel, &rotation, &mut self.grids, done == 0)?;
                     self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk)
                 }
                 None => self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk),
@@ -527,143 +554,6 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             tuning,
             seconds,
         })
-    }
-
-    /// How many steps a time loop on distributed grids with ghost depth `ghost` runs per
-    /// exchange: `ghost / radius`, 1 for no ghost zone, all for a kernel of radius 0.
-    fn steps_per_exchange(&self, ghost: usize) -> Result<usize> {
-        let kernel = self.stencil.kernel();
-        let radius = stencil_core::analysis::radius(kernel).max() as usize;
-        match (radius, ghost) {
-            (0, _) => Ok(usize::MAX),
-            (_, 0) => Ok(1),
-            (r, g) if g >= r => Ok(g / r),
-            (r, g) => Err(Error::new(
-                ErrorKind::BadArgument,
-                format!(
-                    "kernel `{}` reads {r} points away but the domain's ghost zones are {g} \
-                     deep: use a ghost depth of 0 (an exchange every step) or at least {r}",
-                    kernel.name
-                ),
-            )),
-        }
-    }
-
-    /// One step on distributed grids with no ghost zone, its exchange overlapped: the one
-    /// grid the step must exchange (a ping-pong's input) is exchanged while the owned box's
-    /// inner part (points more than the kernel's radius from every rank face) is swept; the
-    /// shell follows once the halo has arrived; the written grids' halos are filled on faces
-    /// without a rank behind them; the grids rotate. `None` (nothing done) when the step
-    /// exchanges other than exactly one grid.
-    fn overlapped_step(
-        &mut self,
-        across: &dyn Distribution<T, D>,
-        rotation: &Rotation,
-        params: &[T],
-        backend: &dyn Backend<T>,
-        schedule: &Schedule,
-    ) -> Option<Result<()>> {
-        let kernel = self.stencil.kernel();
-        let exchanged: Vec<usize> = (0..self.grids.len())
-            .filter(|&i| {
-                rotation
-                    .position(FieldId::new(i))
-                    .is_some_and(|(_, p)| p >= 1)
-            })
-            .collect();
-        let [iu] = exchanged[..] else {
-            return None;
-        };
-        let radius = stencil_core::analysis::radius(kernel).max() as usize;
-        let mut slots = std::mem::take(&mut self.grids);
-        let Some(StepsGrid::Write(u)) = slots[iu].take() else {
-            unreachable!("stencil steps: rotating grids are bound mutably (checked)")
-        };
-        let shape = u.shape();
-        // The inner box: points more than `radius` from every rank face.
-        let mut lo = [0usize; D];
-        let mut hi = shape;
-        for d in 0..D {
-            if across.is_rank_face(d, Side::Low) {
-                lo[d] = radius.min(shape[d]);
-            }
-            if across.is_rank_face(d, Side::High) {
-                hi[d] = shape[d].saturating_sub(radius).max(lo[d]);
-            }
-        }
-        let stencil = self.stencil;
-        let mut inner_result = Ok(());
-        let exchange = across.exchange_with(u, &mut |u: &Grid<T, D>| {
-            inner_result = sweep_box(
-                stencil, &mut slots, iu, u, params, backend, schedule, lo, hi,
-            );
-        });
-        let mut result = exchange.and(inner_result);
-        if result.is_ok() {
-            // The shell: for each dimension, the slabs below and above the inner range, over
-            // the inner range of the dimensions before it and the whole extent after.
-            'shell: for d in 0..D {
-                for (a, b) in [(0, lo[d]), (hi[d], shape[d])] {
-                    if a >= b {
-                        continue;
-                    }
-                    let mut slo = [0usize; D];
-                    let mut shi = shape;
-                    for e in 0..d {
-                        (slo[e], shi[e]) = (lo[e], hi[e]);
-                    }
-                    (slo[d], shi[d]) = (a, b);
-                    let r = sweep_box(
-                        stencil, &mut slots, iu, u, params, backend, schedule, slo, shi,
-                    );
-                    if r.is_err() {
-                        result = r;
-                        break 'shell;
-                    }
-                }
-            }
-        }
-        slots[iu] = Some(StepsGrid::Write(u));
-        self.grids = slots;
-        if let Err(e) = result {
-            return Some(Err(e));
-        }
-        // The written grids' halos on faces without a rank behind them, as a local step
-        // leaves them (rank faces are the next exchange's).
-        for (i, slot) in self.grids.iter_mut().enumerate() {
-            let field = FieldId::new(i);
-            if kernel.field(field).role != Role::Output {
-                continue;
-            }
-            if let Some(StepsGrid::Write(grid)) = slot {
-                let faces = across.local_faces(grid.boundaries());
-                stencil_core::grid::fill_halo(&mut grid.time_loop_view(), &faces);
-            }
-        }
-        self.rotate_grids(rotation, 1);
-        Some(Ok(()))
-    }
-
-    /// Exchanges the grids the next step reads: every chain's inputs, and with `first` the
-    /// coefficients bound mutably.
-    fn exchange(
-        &mut self,
-        across: &dyn Distribution<T, D>,
-        rotation: &Rotation,
-        first: bool,
-    ) -> Result<()> {
-        let kernel = self.stencil.kernel();
-        for (i, slot) in self.grids.iter_mut().enumerate() {
-            let field = FieldId::new(i);
-            let read = match rotation.position(field) {
-                Some((_, p)) => p >= 1,
-                None => first && kernel.field(field).role == Role::Input,
-            };
-            if let (true, Some(StepsGrid::Write(grid))) = (read, slot) {
-                across.exchange(grid)?;
-            }
-        }
-        Ok(())
     }
 
     /// Runs `steps` steps from the grids as they are, then rotates them so their names hold
@@ -924,41 +814,6 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             ),
         )
     }
-}
-
-/// Runs one sweep of `stencil` over the box `lo..hi` of the interior: the inputs from
-/// `slots` (`u` for field `iu`), the outputs written in place.
-#[allow(clippy::too_many_arguments)]
-fn sweep_box<T: Element, const D: usize>(
-    stencil: &Stencil<T>,
-    slots: &mut [Option<StepsGrid<'_, T, D>>],
-    iu: usize,
-    u: &Grid<T, D>,
-    params: &[T],
-    backend: &dyn Backend<T>,
-    schedule: &Schedule,
-    lo: [usize; D],
-    hi: [usize; D],
-) -> Result<()> {
-    if (0..D).any(|d| lo[d] >= hi[d]) {
-        return Ok(());
-    }
-    let kernel = stencil.kernel();
-    let mut inputs = Vec::new();
-    let mut outputs = Vec::new();
-    for (i, slot) in slots.iter_mut().enumerate() {
-        let role = kernel.field(FieldId::new(i)).role;
-        match (role, slot) {
-            (Role::Input, _) if i == iu => inputs.push(u.view()),
-            (Role::Input, Some(StepsGrid::Read(g))) => inputs.push(g.view()),
-            (Role::Input, Some(StepsGrid::Write(g))) => inputs.push(g.view()),
-            (Role::Output, Some(StepsGrid::Write(g))) => outputs.push(g.kernel_output_view()),
-            _ => unreachable!("stencil steps: bindings checked before the step"),
-        }
-    }
-    let mut job = stencil_core::Job::new(stencil, inputs, outputs, params.to_vec())?;
-    job.set_region(backend, &lo, &hi)?;
-    backend.run(&mut job, schedule)
 }
 
 /// The grid behind a bound slot (checked bound before use).

@@ -7,6 +7,8 @@ mod cpu;
 mod gpu;
 mod space;
 mod tuning;
+#[doc(hidden)]
+pub mod wire;
 
 pub use caches::CacheSizes;
 pub use cpu::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, JAMMED_ROWS};
