@@ -6,11 +6,14 @@
 //! halos and paddings differ from the inputs', so a read from the wrong buffer or geometry
 //! shows. Every such module is assembled by `ptxas` for sm_70, sm_80 and sm_90. Also: an
 //! in-place output gets no shared tile, both GPU backends say they run such kernels, and the
-//! fused-steps kernel refuses them.
+//! fused-steps kernel refuses them. The quick run takes each schedule in one order and
+//! assembles it for one architecture, rotating ([`crate::rotated`]); `STENCIL_FULL_TESTS=1`
+//! in all of them.
 
 use crate::common;
+use crate::{ARCHS, quick_or_full, rotated};
 
-use common::ptxas::{assemble, ptxas};
+use common::ptxas::{assemble, assemble_batched, ptxas};
 use stencil::{VerifyConfig, verify_with};
 use stencil_core::backend::{Backend, Job, check_support};
 use stencil_core::ir::{Kernel, ReduceOp};
@@ -319,6 +322,11 @@ const ORDERS: [(Order, Order); 3] = [
 
 #[test]
 fn every_legal_schedule_matches_the_interpreter_bit_for_bit_in_every_order() {
+    let full = quick_or_full(
+        false,
+        true,
+        "each schedule in one of the three thread and block orders (rotating), not all three",
+    );
     let mut runs = 0;
     for (c, case) in cases().iter().enumerate() {
         let space = schedule_space(&case.kernel, &case.shape, &DeviceCaps::sm_90());
@@ -333,7 +341,11 @@ fn every_legal_schedule_matches_the_interpreter_bit_for_bit_in_every_order() {
             }
         }
         for (s, schedule) in space.iter().enumerate() {
-            for (o, (threads, blocks)) in ORDERS.into_iter().enumerate() {
+            for (threads, blocks) in rotated(&ORDERS, c + s, full) {
+                let o = ORDERS
+                    .iter()
+                    .position(|x| *x == (threads, blocks))
+                    .expect("order");
                 let gpu = EmulatedGpu::new().with_order(threads, blocks);
                 let seed = (c * 1000 + s) as u64 * 3 + o as u64;
                 check_any(case, seed, &gpu, schedule)
@@ -345,68 +357,26 @@ fn every_legal_schedule_matches_the_interpreter_bit_for_bit_in_every_order() {
     println!("{runs} runs bit for bit");
 }
 
-/// Modules assembled per `ptxas` run (entries renamed apart, one header): one process per
-/// module would spend most of its time starting `ptxas`.
-const BATCH: usize = 250;
-
-/// Assembles `modules` (tag, generated kernel) for `sm_<arch>` in batches of [`BATCH`]
-/// entries at `-O0` (what `ptxas` accepts does not depend on the optimisation level, and
-/// `-O3` takes five times as long; the spills of the optimised code are checked on the
-/// sampled schedules). A batch `ptxas` rejects is assembled module by module, so the failure
-/// names the module and shows its PTX. Returns the number of modules assembled.
-fn assemble_batched(
-    ptxas: &std::path::Path,
-    modules: &[(String, stencil_cuda::GeneratedKernel)],
-    arch: u32,
-) -> usize {
-    let dir = std::env::temp_dir().join(format!("stencil-in-place-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    for (b, batch) in modules.chunks(BATCH).enumerate() {
-        let mut text = String::new();
-        for (i, (_, g)) in batch.iter().enumerate() {
-            let ptx = g.ptx();
-            let header_end = ptx.find(".address_size 64").expect("PTX header") + 16;
-            if i == 0 {
-                text.push_str(&ptx[..header_end]);
-            }
-            text.push_str(&ptx[header_end..].replace(&g.entry, &format!("{}_{i}", g.entry)));
-        }
-        let file = dir.join(format!("batch_{b}_{arch}.ptx"));
-        std::fs::write(&file, &text).expect("write PTX");
-        let out = std::process::Command::new(ptxas)
-            .arg(format!("-arch=sm_{arch}"))
-            .arg("-O0")
-            .arg("-o")
-            .arg(dir.join(format!("batch_{b}_{arch}.cubin")))
-            .arg(&file)
-            .output()
-            .expect("run ptxas");
-        if !out.status.success() {
-            for (tag, g) in batch {
-                assemble(&ptxas.to_path_buf(), &g.ptx(), arch, tag);
-            }
-            panic!(
-                "ptxas -arch=sm_{arch} rejected batch {b} but each of its modules alone: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    modules.len()
-}
-
 #[test]
 fn every_legal_in_place_module_assembles_with_ptxas() {
     let Some(ptxas) = ptxas() else {
         return;
     };
+    let full = quick_or_full(
+        false,
+        true,
+        "each schedule assembled for one of sm_70/80/90 (rotating), not all three",
+    );
     let mut assembled = 0;
-    for arch in [70, 80, 90] {
+    for arch in ARCHS {
         let mut modules = Vec::new();
         for (c, case) in cases().iter().enumerate() {
             let geoms = geometries(&case.kernel, &case.shape);
             let space = schedule_space(&case.kernel, &case.shape, &DeviceCaps::sm_90());
             for (s, schedule) in space.iter().enumerate() {
+                if !rotated(&ARCHS, c + s, full).contains(&arch) {
+                    continue;
+                }
                 let g = generate(
                     &case.kernel,
                     schedule,
@@ -415,7 +385,7 @@ fn every_legal_in_place_module_assembles_with_ptxas() {
                     CodegenOptions::default(),
                 )
                 .unwrap_or_else(|e| panic!("{} {schedule:?}: {e}", case.kernel.name));
-                modules.push((format!("in_place_{c}_{s}_{arch}"), g));
+                modules.push((format!("in_place_{c}_{s}_{arch}"), g.ptx()));
             }
         }
         assembled += assemble_batched(&ptxas, &modules, arch);

@@ -23,6 +23,21 @@ pub(crate) fn full_tests() -> bool {
     std::env::var_os("STENCIL_FULL_TESTS").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
+/// The architectures every generated module is assembled for (and run on, in the emulator).
+pub(crate) const ARCHS: [u32; 3] = [70, 80, 90];
+
+/// What item `index` of an exhaustive loop runs over, of `all` (architectures, thread and
+/// block orders): all of them on a full run; on a quick run (`full == false`) the one at
+/// `index` modulo their number, so that consecutive items rotate through them. Every item
+/// (schedule, kernel) still runs, and every one of `all` is exercised.
+pub(crate) fn rotated<T: Copy>(all: &[T], index: usize, full: bool) -> Vec<T> {
+    if full {
+        all.to_vec()
+    } else {
+        vec![all[index % all.len()]]
+    }
+}
+
 /// `full` on a full run, else `quick`, saying on standard error what the quick run leaves out.
 pub(crate) fn quick_or_full<T>(quick: T, full: T, left_out: &str) -> T {
     if full_tests() {

@@ -1,5 +1,7 @@
 //! Every variant of the seeds' kernels and of random stencils assembles with NVIDIA's `ptxas`
-//! for sm_70, sm_80 and sm_90, and the default schedules spill no registers.
+//! for sm_70, sm_80 and sm_90, and the default schedules spill no registers. The quick run
+//! assembles each schedule for one of the three architectures, rotating ([`crate::rotated`]);
+//! `STENCIL_FULL_TESTS=1` for all three.
 //!
 //! `ptxas` is found through `STENCIL_PTXAS`, then `PATH` (pip package
 //! nvidia-cuda-nvcc-cu12; `.ci/run` installs it). Without it every test prints
@@ -8,6 +10,7 @@
 //! it), when a missing `ptxas` fails the test: CI never passes by skipping.
 
 use crate::common;
+use crate::{ARCHS, quick_or_full, rotated};
 
 use std::path::PathBuf;
 
@@ -39,6 +42,11 @@ fn check_all(kernels: &[Kernel], label: &str) {
     let Some(ptxas) = ptxas() else {
         return;
     };
+    let full = quick_or_full(
+        false,
+        true,
+        "each schedule assembled for one of sm_70/80/90 (rotating), not all three",
+    );
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(8);
@@ -52,7 +60,7 @@ fn check_all(kernels: &[Kernel], label: &str) {
                         .enumerate()
                         .skip(w)
                         .step_by(workers)
-                        .map(|(i, k)| check_kernel(ptxas, i, k, label))
+                        .map(|(i, k)| check_kernel(ptxas, i, k, label, full))
                         .sum::<usize>()
                 })
             })
@@ -62,9 +70,9 @@ fn check_all(kernels: &[Kernel], label: &str) {
     println!("{label}: {assembled} modules assembled");
 }
 
-/// Assembles every sample schedule and the default of one kernel for every architecture;
-/// returns the number of modules assembled.
-fn check_kernel(ptxas: &PathBuf, i: usize, kernel: &Kernel, label: &str) -> usize {
+/// Assembles every sample schedule and the default of one kernel for every architecture (on
+/// a quick run, for one architecture each, rotating); returns the number of modules assembled.
+fn check_kernel(ptxas: &PathBuf, i: usize, kernel: &Kernel, label: &str, full: bool) -> usize {
     let mut assembled = 0;
     {
         let shape = shape_for(kernel);
@@ -73,7 +81,7 @@ fn check_kernel(ptxas: &PathBuf, i: usize, kernel: &Kernel, label: &str) -> usiz
         let default = default_schedule(kernel, &shape);
         schedules.push(default);
         for (s_idx, schedule) in schedules.iter().enumerate() {
-            for arch in [70, 80, 90] {
+            for arch in rotated(&ARCHS, i + s_idx, full) {
                 let g = generate(kernel, schedule, &geoms, arch, CodegenOptions::default())
                     .unwrap_or_else(|e| panic!("{} {schedule:?}: {e}", kernel.name));
                 let tag = format!("{label}_{i}_{s_idx}_{arch}");
@@ -110,7 +118,7 @@ fn check_kernel(ptxas: &PathBuf, i: usize, kernel: &Kernel, label: &str) -> usiz
                     time_steps: 2,
                     ..GpuSchedule::default()
                 };
-                for arch in [70, 80, 90] {
+                for arch in rotated(&ARCHS, i + b_idx, full) {
                     let g =
                         match stencil_cuda::generate_fused(kernel, &schedule, &geoms, arch, pair) {
                             Ok(g) => g,

@@ -4,11 +4,12 @@
 //! differently), on odd shapes in 1-D, 2-D and 3-D, f32 and f64, `Sum`, `Min` and `Max` (NaN
 //! inputs included); in every thread and block order of the emulator; through
 //! `stencil::verify_with`; assembled by `ptxas` for sm_70, sm_80 and sm_90 in every legal
-//! schedule. Planted bugs (a missing `bar.sync`, points dealt to the wrong lanes) are caught.
+//! schedule (on the quick run each schedule for one of them, rotating). Planted bugs (a missing `bar.sync`, points dealt to the wrong lanes) are caught.
 //! Also: inputs whose halo is narrower than their reads reach are refused with
 //! `HaloTooNarrow`, and each input needs only the halo of its own reads.
 
 use crate::common;
+use crate::{ARCHS, quick_or_full, rotated};
 
 use common::ptxas::{assemble, ptxas};
 use stencil::{VerifyConfig, verify_with};
@@ -421,6 +422,11 @@ fn every_legal_reduction_schedule_assembles_with_ptxas() {
     let Some(ptxas) = ptxas() else {
         return;
     };
+    let full = quick_or_full(
+        false,
+        true,
+        "each reduction schedule assembled for one of sm_70/80/90 (rotating), not all three",
+    );
     let mut assembled = 0;
     for n_dims in 1..=3 {
         for elem in [ElemType::F64, ElemType::F32] {
@@ -442,7 +448,7 @@ fn every_legal_reduction_schedule_assembles_with_ptxas() {
                     let space = schedule_space(kernel, shape, &DeviceCaps::sm_90());
                     assert_eq!(space.len(), 5);
                     for (p_idx, schedule) in space.iter().enumerate() {
-                        for arch in [70, 80, 90] {
+                        for arch in rotated(&ARCHS, k_idx + s_idx + p_idx, full) {
                             let g =
                                 generate(kernel, schedule, &geoms, arch, CodegenOptions::default())
                                     .unwrap_or_else(|e| {

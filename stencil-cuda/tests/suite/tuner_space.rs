@@ -135,7 +135,9 @@ fn modules(kernel: &Kernel, schedules: &[GpuSchedule]) -> BTreeSet<String> {
         .collect()
 }
 
-/// Assembles every module with `ptxas` on all cores; returns how many.
+/// Assembles every module with `ptxas` (in batches, at `-O0`: this checks what `ptxas`
+/// accepts; spills are checked on the sampled schedules by the `ptxas` module) on all cores;
+/// returns how many.
 fn assemble_all(label: &str, modules: &[String]) -> usize {
     let Some(ptxas) = common::ptxas::ptxas() else {
         return 0;
@@ -143,18 +145,19 @@ fn assemble_all(label: &str, modules: &[String]) -> usize {
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(8);
+    let tagged: Vec<(String, String)> = modules
+        .iter()
+        .enumerate()
+        .map(|(i, ptx)| (format!("{label}_{i}"), ptx.clone()))
+        .collect();
+    // Contiguous shares, one per worker, each assembled in batches.
+    let share = tagged.len().div_ceil(workers).max(1);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| {
+        let handles: Vec<_> = tagged
+            .chunks(share)
+            .map(|part| {
                 let ptxas = &ptxas;
-                scope.spawn(move || {
-                    let mut n = 0;
-                    for (i, ptx) in modules.iter().enumerate().skip(w).step_by(workers) {
-                        common::ptxas::assemble(ptxas, ptx, 80, &format!("{label}_{i}"));
-                        n += 1;
-                    }
-                    n
-                })
+                scope.spawn(move || common::ptxas::assemble_batched(ptxas, part, 80))
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("worker")).sum()
