@@ -254,7 +254,7 @@ impl Emitter<'_> {
 
     /// An integer or bit operation of type `ty` into a fresh register of its class.
     fn int(&mut self, op: IntOp, ty: Type, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
-        let dst = self.b.reg(super::class_of(ty));
+        let dst = self.b.reg(super::context::class_of(ty));
         self.b.push(Inst::Int {
             op,
             ty,
@@ -289,7 +289,7 @@ impl Emitter<'_> {
 
     /// `cvt` between a float type and another type (see [`Inst::CvtFloat`] for rounding).
     fn cvt(&mut self, dst_ty: Type, src_ty: Type, src: Reg) -> Reg {
-        let dst = self.b.reg(super::class_of(dst_ty));
+        let dst = self.b.reg(super::context::class_of(dst_ty));
         self.b.push(Inst::CvtFloat {
             dst_ty,
             src_ty,
@@ -301,7 +301,7 @@ impl Emitter<'_> {
 
     /// `cvt` between integer types.
     fn cvt_int(&mut self, dst_ty: Type, src_ty: Type, src: Reg) -> Reg {
-        let dst = self.b.reg(super::class_of(dst_ty));
+        let dst = self.b.reg(super::context::class_of(dst_ty));
         self.b.push(Inst::CvtInt {
             dst_ty,
             src_ty,
