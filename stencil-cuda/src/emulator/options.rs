@@ -5,7 +5,8 @@
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct LaunchOptions {
     /// A thread executing more instructions than this fails with
-    /// [`EmulatorErrorKind::StepLimit`] (default 100 million).
+    /// [`EmulatorErrorKind::StepLimit`](super::EmulatorErrorKind::StepLimit) (default 100
+    /// million).
     pub max_instructions_per_thread: u64,
     /// The order in which the threads of a block run, each to its next `bar.sync` or exit,
     /// in every round between barriers (default ascending).
