@@ -15,7 +15,7 @@
 //! - [`emulator`]: a PTX emulator that runs the generated kernels on the CPU;
 //! - `steps`: time loops on the device (or in the emulator), pairs of steps fused into one
 //!   launch where the rotation allows;
-//! - [`emulated`]: [`EmulatedGpu`], a backend running generated PTX in the emulator, for
+//! - [`emulated_gpu`]: [`EmulatedGpu`], a backend running generated PTX in the emulator, for
 //!   verification and debugging on machines with no GPU.
 //!
 //! Verification without a GPU: `tests/suite/ptxas.rs` assembles every variant with NVIDIA's
@@ -26,7 +26,7 @@
 
 pub mod caps;
 pub mod codegen;
-pub mod emulated;
+pub mod emulated_gpu;
 pub mod emulator;
 pub mod ptx;
 pub mod runtime;
@@ -37,5 +37,5 @@ pub use codegen::{
     CodegenOptions, FusedPair, GeneratedKernel, LaunchDims, generate, generate_fused,
     is_reduction_schedule,
 };
-pub use emulated::EmulatedGpu;
+pub use emulated_gpu::EmulatedGpu;
 pub use runtime::{CudaBackend, CudaDevice, DeviceField, DeviceGrid, GpuElement};

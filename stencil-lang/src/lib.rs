@@ -11,52 +11,22 @@
 
 pub mod checked;
 pub mod diagnostic;
+mod functions;
 pub mod lower;
 pub mod model;
+mod origin;
 pub mod parse;
 #[cfg(test)]
 mod testing;
 pub mod text;
 pub mod validate;
 
-use std::fmt;
+pub use text::SourceError;
 
 use proc_macro2::{Span, TokenStream};
 use stencil_core::Kernel;
 
 use crate::diagnostic::Diagnostics;
-
-/// One mistake in kernel source text: where it is and what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SourceError {
-    /// Line of the offending token, from 1.
-    pub line: usize,
-    /// Column of the offending token's first character, from 1.
-    pub column: usize,
-    /// What is wrong, as the macro says it.
-    pub message: String,
-}
-
-impl SourceError {
-    fn at(span: Span, message: String) -> SourceError {
-        let start = span.start();
-        SourceError {
-            line: start.line,
-            column: start.column + 1,
-            message,
-        }
-    }
-}
-
-impl fmt::Display for SourceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "line {}, column {}: {}",
-            self.line, self.column, self.message
-        )
-    }
-}
 
 /// The kernels of a block's items (written where `origin` says), in order, and its helpers,
 /// modelled and checked once (their mistakes reported into `diagnostics`, whoever calls them).

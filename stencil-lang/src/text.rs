@@ -11,9 +11,41 @@
 //! as deep as it is long (`- - - - x`, `((((x))))`), so `lex` refuses text of more than
 //! [`MAX_TOKENS`] tokens.
 
-use proc_macro2::{TokenStream, TokenTree};
+use std::fmt;
 
-use crate::SourceError;
+use proc_macro2::{Span, TokenStream, TokenTree};
+
+/// One mistake in kernel source text: where it is and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceError {
+    /// Line of the offending token, from 1.
+    pub line: usize,
+    /// Column of the offending token's first character, from 1.
+    pub column: usize,
+    /// What is wrong, as the macro says it.
+    pub message: String,
+}
+
+impl SourceError {
+    pub(crate) fn at(span: Span, message: String) -> SourceError {
+        let start = span.start();
+        SourceError {
+            line: start.line,
+            column: start.column + 1,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
 
 /// The most tokens kernel text may hold (a bracketed group counts as its contents plus one).
 /// The 27-point stencil with a coefficient per point is about 500.

@@ -105,7 +105,7 @@ pub fn model_choice(
 ) -> Option<Vec<usize>> {
     let search = Search::new(space, measure, Budget::trials(0)).with_model(model, f64::INFINITY);
     let mut rng = stencil_core::rng::Rng::new(seed);
-    model::ranked_candidates(&search, &mut rng, 1 << 16, 4096)
+    search::ranked_candidates(&search, &mut rng, 1 << 16, 4096)
         .into_iter()
         .next()
 }

@@ -10,10 +10,7 @@
 
 use stencil_core::Kernel;
 use stencil_core::analysis::{bytes_per_point, flops_per_point, radius};
-use stencil_core::rng::Rng;
 use stencil_core::schedule::{DimValue, SearchSpace};
-
-use crate::search::Search;
 
 /// Predicted seconds per sweep of a point (lower is faster).
 pub trait Model {
@@ -253,38 +250,6 @@ impl Model for RooflineModel<'_> {
     fn predict(&self, point: &[usize]) -> f64 {
         self.roofline.predict(self.space, point)
     }
-}
-
-/// Legal points of the search's space ordered by the model's prediction, fastest first (ties
-/// in enumeration order). Spaces of at most `max_enumerated` points are enumerated in full;
-/// larger ones are sampled (`samples` random points). Empty without a model.
-pub fn ranked_candidates(
-    search: &Search<'_>,
-    rng: &mut Rng,
-    max_enumerated: u64,
-    samples: usize,
-) -> Vec<Vec<usize>> {
-    let Some(model) = search.model() else {
-        return Vec::new();
-    };
-    let space = search.space();
-    let n = space.n_points();
-    let points: Vec<Vec<usize>> = if n <= max_enumerated {
-        (0..n).map(|i| space.point_at(i)).collect()
-    } else {
-        let mut drawn: Vec<Vec<usize>> =
-            (0..samples).map(|_| space.point_at(rng.below(n))).collect();
-        drawn.sort();
-        drawn.dedup();
-        drawn
-    };
-    let mut scored: Vec<(f64, Vec<usize>)> = points
-        .into_iter()
-        .filter(|p| search.is_legal(p))
-        .map(|p| (model.predict(&p), p))
-        .collect();
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
-    scored.into_iter().map(|(_, p)| p).collect()
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use stencil_core::rng::Rng;
 use stencil_core::schedule::SearchSpace;
 
 use crate::measure::{Measure, Trial};
@@ -416,4 +417,53 @@ impl<'a> Search<'a> {
             history: self.history,
         }
     }
+}
+/// Legal points of the search's space ordered by the model's prediction, fastest first (ties
+/// in enumeration order). Spaces of at most `max_enumerated` points are enumerated in full;
+/// larger ones are sampled (`samples` random points). Empty without a model.
+pub fn ranked_candidates(
+    search: &Search<'_>,
+    rng: &mut Rng,
+    max_enumerated: u64,
+    samples: usize,
+) -> Vec<Vec<usize>> {
+    let Some(model) = search.model() else {
+        return Vec::new();
+    };
+    let space = search.space();
+    let n = space.n_points();
+    let points: Vec<Vec<usize>> = if n <= max_enumerated {
+        (0..n).map(|i| space.point_at(i)).collect()
+    } else {
+        let mut drawn: Vec<Vec<usize>> =
+            (0..samples).map(|_| space.point_at(rng.below(n))).collect();
+        drawn.sort();
+        drawn.dedup();
+        drawn
+    };
+    let mut scored: Vec<(f64, Vec<usize>)> = points
+        .into_iter()
+        .filter(|p| search.is_legal(p))
+        .map(|p| (model.predict(&p), p))
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+    scored.into_iter().map(|(_, p)| p).collect()
+}
+
+/// A uniformly random legal point, trying at most `attempts` draws.
+pub(crate) fn random_legal_point(
+    search: &Search<'_>,
+    rng: &mut Rng,
+    attempts: usize,
+) -> Option<Vec<usize>> {
+    let space = search.space();
+    (0..attempts)
+        .map(|_| {
+            space
+                .dims()
+                .iter()
+                .map(|d| rng.index(d.values.len()))
+                .collect::<Vec<usize>>()
+        })
+        .find(|p| search.is_legal(p))
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use stencil_core::Result;
 use stencil_core::ir::{BinaryOp, CmpOp, Expr, ExprId, LogicOp, Stmt, UnaryOp};
 
-use super::Ctx;
+use super::context::Ctx;
 use super::math::{self, Function};
 use crate::ptx::{Cmp, FloatOp, FloatUnaryOp, Inst, Operand, PredOp, Reg, RegClass, Type};
 

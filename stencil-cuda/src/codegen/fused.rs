@@ -16,9 +16,8 @@
 
 use stencil_core::{Error, ErrorKind, Result};
 
+use super::context::{Ctx, LaunchDims, Layout, blocks, bra, branch, zero};
 use super::eval::ReadValues;
-use super::stream::{bra, branch, zero};
-use super::{Ctx, LaunchDims, blocks};
 use crate::ptx::{
     Address, Axis, Cmp, Inst, IntOp, Operand, PredOp, Reg, RegClass, SharedArray, Space, Special,
     Type,
@@ -372,7 +371,7 @@ fn field_pointers(ctx: &mut Ctx<'_>, coords: [Option<Reg>; 3]) -> Vec<Reg> {
 
 /// Byte offset (s64) of point `coords` (s32 registers, possibly negative) in a field of
 /// layout `l`, relative to the field's interior origin.
-fn signed_offset(ctx: &mut Ctx<'_>, l: super::Layout, coords: [Reg; 3]) -> Reg {
+fn signed_offset(ctx: &mut Ctx<'_>, l: Layout, coords: [Reg; 3]) -> Reg {
     let esz = ctx.esz;
     let mut off = ctx.mul_wide(Type::S32, coords[2].into(), Operand::Int(esz));
     for axis in [1, 0] {

@@ -6,8 +6,8 @@
 
 use stencil_core::Result;
 
+use super::context::{Ctx, LaunchDims, blocks};
 use super::eval::ReadValues;
-use super::{Ctx, LaunchDims, blocks};
 use crate::ptx::{Address, Axis, Cmp, Guard, Inst, IntOp, Operand, Space, Special, Type};
 
 /// Emits the body; returns the launch dimensions.

@@ -30,8 +30,8 @@ use stencil_core::ir::ReduceOp;
 use stencil_core::reduce::{BLOCK, LANES};
 use stencil_core::{Element, Error, ErrorKind, Result};
 
+use super::context::{Ctx, LaunchDims, PlantedReductionBug, blocks};
 use super::eval::ReadValues;
-use super::{Ctx, LaunchDims, blocks};
 use crate::ptx::{
     Address, Axis, Cmp, FloatOp, Guard, Inst, IntOp, Label, Operand, Param, Reg, SharedArray,
     Space, Special, Type,
@@ -318,14 +318,14 @@ pub(crate) fn emit(ctx: &mut Ctx<'_>) -> Result<LaunchDims> {
     }
 
     // Lanes: thread l < LANES folds slots l, l + LANES, .. from the identity.
-    if ctx.planted != super::PlantedReductionBug::MissingBarrier {
+    if ctx.planted != PlantedReductionBug::MissingBarrier {
         ctx.b.push(Inst::BarSync);
     }
     let after_lanes = ctx.b.label();
     let not_lane = ctx.setp(Cmp::Ge, Type::U32, tid.into(), Operand::Int(lanes));
     ctx.branch_to(not_lane, false, after_lanes);
     ctx.b.comment("fold this thread's lane of every reduction");
-    let (lane_stride, lane_step) = if ctx.planted == super::PlantedReductionBug::LaneOrder {
+    let (lane_stride, lane_step) = if ctx.planted == PlantedReductionBug::LaneOrder {
         (block / lanes, 1)
     } else {
         (1, lanes)

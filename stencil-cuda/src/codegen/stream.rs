@@ -23,46 +23,13 @@ use std::collections::BTreeMap;
 use stencil_core::Result;
 use stencil_core::schedule::GpuVariant;
 
+use super::context::{Ctx, LaunchDims, blocks, bra, branch, zero};
 use super::eval::ReadValues;
-use super::tile::{Tile, add_mod, build_tiles, load_plane, prologue_tiles};
-use super::{Ctx, LaunchDims, blocks};
+use super::stream_state::{Column, Stream};
+use super::tile::{add_mod, build_tiles, load_plane, prologue_tiles};
 use crate::ptx::{
-    Address, Axis, Cmp, Guard, Inst, IntOp, Label, Operand, PredOp, Reg, RegClass, Space, Special,
-    Type,
+    Address, Axis, Cmp, Guard, Inst, IntOp, Operand, PredOp, Reg, RegClass, Space, Special, Type,
 };
-
-/// A register queue of one input column: values at z-offsets `zmin ..= zmax`.
-struct Column {
-    field: usize,
-    /// y displacement.
-    dy: i64,
-    /// x displacement from the thread's first point.
-    cx: i64,
-    zmin: i64,
-    /// Registers, index `dz - zmin`.
-    queue: Vec<Reg>,
-    /// Whether the column lies inside the field's storage (x within halo).
-    inside: Reg,
-}
-
-/// Per-thread state of the loop.
-pub(super) struct Stream {
-    /// First x of the thread (u32).
-    x0: Reg,
-    /// Current plane (u32).
-    pub(super) z: Reg,
-    /// Block origin x and y (u32), for tile loads.
-    pub(super) block_x: Reg,
-    pub(super) block_y: Reg,
-    pub(super) tid_x: Reg,
-    pub(super) tid_y: Reg,
-    /// Whether point k of the thread is inside the interior.
-    pub(super) valid: Vec<Reg>,
-    /// Per field, address of point (z, y, x0).
-    pub(super) ptrs: Vec<Reg>,
-    columns: Vec<Column>,
-    pub(super) tiles: Vec<Tile>,
-}
 
 /// Emits the body; returns the launch dimensions.
 pub(crate) fn emit(ctx: &mut Ctx<'_>) -> Result<LaunchDims> {
@@ -194,23 +161,6 @@ pub(crate) fn emit(ctx: &mut Ctx<'_>) -> Result<LaunchDims> {
     })
 }
 
-pub(super) fn branch(ctx: &mut Ctx<'_>, pred: Reg, negated: bool, target: Label) {
-    ctx.b.guarded(
-        Guard { pred, negated },
-        Inst::Bra {
-            target,
-            uniform: false,
-        },
-    );
-}
-
-pub(super) fn bra(ctx: &mut Ctx<'_>, target: Label) {
-    ctx.b.push(Inst::Bra {
-        target,
-        uniform: false,
-    });
-}
-
 /// One column per (input, y-offset, x-offset from the thread's first point) over all merged
 /// points (outputs read in place have none); queue registers start at zero so a column outside
 /// the storage is never undefined.
@@ -241,13 +191,6 @@ fn build_columns(ctx: &mut Ctx<'_>, st: &mut Stream) {
             queue,
             inside,
         });
-    }
-}
-
-pub(super) fn zero(ty: Type) -> Operand {
-    match ty {
-        Type::F32 => Operand::F32(0.0),
-        _ => Operand::F64(0.0),
     }
 }
 

@@ -218,7 +218,12 @@ fn the_reduction_entry_has_two_barriers_and_a_partials_parameter_per_reduction()
     let barriers = entry
         .body
         .iter()
-        .filter(|s| matches!(s, crate::ptx::Statement::Inst(None, Inst::BarSync)))
+        .filter(|s| {
+            matches!(
+                s,
+                crate::ptx::Statement::Inst(None, crate::ptx::Inst::BarSync)
+            )
+        })
         .count();
     assert_eq!(barriers, 2);
     assert_eq!(g.launch.grid, [3, 3, 1]);

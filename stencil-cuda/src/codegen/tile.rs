@@ -5,34 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use super::Ctx;
-use super::stream::{Stream, bra, branch, zero};
+use super::context::{Ctx, bra, branch, zero};
+use super::stream_state::{Stream, Tile};
 use crate::ptx::{
     Address, Cmp, Guard, Inst, IntOp, Operand, PredOp, Reg, RegClass, SharedArray, Space, Type,
 };
-
-/// The shared-memory ring of one input.
-pub(super) struct Tile {
-    pub(super) field: usize,
-    /// Displacement ranges (min, max) along z, y, x.
-    pub(super) range: [(i64, i64); 3],
-    /// Tile width and height in elements; ring length in planes.
-    pub(super) width: i64,
-    pub(super) height: i64,
-    pub(super) planes: i64,
-    /// Address of this thread's (point 0, y-offset ymin, x-offset xmin) in ring slot 0.
-    pub(super) thread_base: Reg,
-    /// Address of the array.
-    pub(super) array_base: Reg,
-    /// Slot of plane `z + zmin` (u32).
-    pub(super) ring: Reg,
-}
-
-impl Tile {
-    pub(super) fn plane_bytes(&self, esz: i64) -> i64 {
-        self.width * self.height * esz
-    }
-}
 
 /// One shared ring per input, sized from the input's displacement ranges (outputs read in
 /// place have none: they are read from global memory at the thread's own point, as

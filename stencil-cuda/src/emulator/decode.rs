@@ -6,11 +6,12 @@
 use std::collections::HashMap;
 
 use super::error::{EmulatorError, EmulatorErrorKind};
-use super::parser::{RawInstruction, RawOperand, parse_unsigned};
+use super::lexer::parse_unsigned;
 use super::program::{
     Address, BinaryOp, Compare, Guard, Op, Param, ParamType, Reg, SharedVariable, Space, Special,
     Src, TernaryOp, Ty, UnaryOp,
 };
+use super::raw::{RawInstruction, RawOperand};
 
 /// What the decoder may resolve names against.
 pub(crate) struct DecodeContext<'a> {

@@ -17,8 +17,30 @@
 use super::error::{EmulatorError, EmulatorErrorKind};
 use super::eval;
 use super::memory::{Memory, read_le};
+use super::options::LaunchOptions;
 use super::program::{Address, Entry, Op, Reg, SharedVariable, Space, Special, Src};
-use super::{LaunchOptions, LaunchStats};
+
+/// What a launch did, counted over all threads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct LaunchStats {
+    /// Instructions issued, including those whose guard predicate was false.
+    pub instructions: u64,
+    /// Barrier releases: each time a block's waiting threads were released from `bar.sync`
+    /// (counted once per block, not per thread).
+    pub barriers: u64,
+    /// `ld.global` executions.
+    pub global_loads: u64,
+    /// `st.global` executions.
+    pub global_stores: u64,
+    /// `ld.shared` executions.
+    pub shared_loads: u64,
+    /// `st.shared` executions.
+    pub shared_stores: u64,
+    /// Blocks run.
+    pub blocks: u64,
+    /// Threads run (blocks times threads per block).
+    pub threads: u64,
+}
 
 /// The byte every block's shared memory starts filled with.
 pub(crate) const SHARED_POISON: u8 = 0xFF;

@@ -71,6 +71,18 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, EmulatorError> {
     Ok(tokens)
 }
 
+/// Parses a PTX integer literal: decimal, `0x` hex, `0` octal, optional `U` suffix.
+pub(crate) fn parse_unsigned(text: &str) -> Option<u64> {
+    let text = text.strip_suffix('U').unwrap_or(text);
+    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else if text.len() > 1 && text.starts_with('0') {
+        u64::from_str_radix(&text[1..], 8).ok()
+    } else {
+        text.parse().ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,13 +80,17 @@ mod eval;
 mod executor;
 mod lexer;
 mod memory;
+mod options;
 mod parser;
 mod program;
+mod raw;
 #[cfg(test)]
 mod tests;
 
 pub use error::{EmulatorError, EmulatorErrorKind};
+pub use executor::LaunchStats;
 pub use memory::Memory;
+pub use options::{LaunchOptions, Order};
 pub use program::{Param, ParamType};
 
 use executor::LaunchPlan;
@@ -163,87 +167,6 @@ impl ParamValue {
             ParamValue::U64(value) => value,
             ParamValue::F32(value) => u64::from(value.to_bits()),
             ParamValue::F64(value) => value.to_bits(),
-        }
-    }
-}
-
-/// What a launch did, counted over all threads.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct LaunchStats {
-    /// Instructions issued, including those whose guard predicate was false.
-    pub instructions: u64,
-    /// Barrier releases: each time a block's waiting threads were released from `bar.sync`
-    /// (counted once per block, not per thread).
-    pub barriers: u64,
-    /// `ld.global` executions.
-    pub global_loads: u64,
-    /// `st.global` executions.
-    pub global_stores: u64,
-    /// `ld.shared` executions.
-    pub shared_loads: u64,
-    /// `st.shared` executions.
-    pub shared_stores: u64,
-    /// Blocks run.
-    pub blocks: u64,
-    /// Threads run (blocks times threads per block).
-    pub threads: u64,
-}
-
-/// Limits of one launch, and the order its threads and blocks run in.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct LaunchOptions {
-    /// A thread executing more instructions than this fails with
-    /// [`EmulatorErrorKind::StepLimit`] (default 100 million).
-    pub max_instructions_per_thread: u64,
-    /// The order in which the threads of a block run, each to its next `bar.sync` or exit,
-    /// in every round between barriers (default ascending).
-    pub threads: Order,
-    /// The order in which blocks run (default ascending, x fastest).
-    pub blocks: Order,
-}
-
-/// An order of execution. A kernel whose results depend on it has a race (a missing
-/// `bar.sync`, or blocks that exchange data): running it in several orders and comparing the
-/// results catches what one order hides (a read before the write it needs shows only when
-/// the reader runs first).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub enum Order {
-    /// Lowest index first.
-    #[default]
-    Ascending,
-    /// Highest index first.
-    Descending,
-    /// A pseudo-random permutation from this seed (new for every round and block).
-    Shuffled(u64),
-}
-
-impl Order {
-    /// The `n` indices in this order; `round` varies a shuffle between rounds.
-    pub(crate) fn arrange(self, n: usize, round: u64) -> Vec<usize> {
-        let mut v: Vec<usize> = (0..n).collect();
-        match self {
-            Order::Ascending => {}
-            Order::Descending => v.reverse(),
-            Order::Shuffled(seed) => {
-                let mut state = seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                for i in (1..n).rev() {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    v.swap(i, (state % (i as u64 + 1)) as usize);
-                }
-            }
-        }
-        v
-    }
-}
-
-impl Default for LaunchOptions {
-    fn default() -> Self {
-        LaunchOptions {
-            max_instructions_per_thread: 100_000_000,
-            threads: Order::Ascending,
-            blocks: Order::Ascending,
         }
     }
 }

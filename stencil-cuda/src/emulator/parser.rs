@@ -9,31 +9,9 @@ use std::collections::HashMap;
 
 use super::decode::{DecodeContext, decode};
 use super::error::{EmulatorError, EmulatorErrorKind};
-use super::lexer::{Token, TokenKind, tokenize};
+use super::lexer::{Token, TokenKind, parse_unsigned, tokenize};
 use super::program::{Entry, Instruction, Param, ParamType, Reg, SharedVariable, Ty};
-
-/// An operand as written, before type checking.
-#[derive(Clone, PartialEq, Debug)]
-pub(crate) enum RawOperand {
-    /// `%name`: a declared or special register.
-    Register(String),
-    /// A literal: `negative` when preceded by `-`; `text` as written (`42`, `0x1F`, `0f3F800000`).
-    Immediate { negative: bool, text: String },
-    /// A bare name: a label or a shared variable.
-    Name(String),
-    /// `[base]`, `[base+offset]` or `[base-offset]`; `base` is a register or a name.
-    Address { base: String, offset: i64 },
-}
-
-/// One instruction statement as written.
-#[derive(Clone, PartialEq, Debug)]
-pub(crate) struct RawInstruction {
-    /// `(predicate register, negated)` from `@%p` / `@!%p`.
-    pub(crate) guard: Option<(String, bool)>,
-    pub(crate) opcode: String,
-    pub(crate) operands: Vec<RawOperand>,
-    pub(crate) line: usize,
-}
+use super::raw::{RawInstruction, RawOperand};
 
 /// Parses a whole module into its entries.
 pub(crate) fn parse_entries(text: &str) -> Result<Vec<Entry>, EmulatorError> {
@@ -472,17 +450,5 @@ impl Body {
             .insert(name.clone(), self.registers.len() as Reg);
         self.registers.push((name, ty));
         Ok(())
-    }
-}
-
-/// Parses a PTX integer literal: decimal, `0x` hex, `0` octal, optional `U` suffix.
-pub(crate) fn parse_unsigned(text: &str) -> Option<u64> {
-    let text = text.strip_suffix('U').unwrap_or(text);
-    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        u64::from_str_radix(hex, 16).ok()
-    } else if text.len() > 1 && text.starts_with('0') {
-        u64::from_str_radix(&text[1..], 8).ok()
-    } else {
-        text.parse().ok()
     }
 }

@@ -132,7 +132,7 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
         };
         let device = self.device()?;
         let kernel = job.kernel();
-        let geoms = crate::emulated::field_geometries(job);
+        let geoms = crate::emulated_gpu::field_geometries(job);
         crate::codegen::check_halos(kernel, &geoms)?;
         let loaded = device.function(kernel, schedule, &geoms)?;
         if job.shape().contains(&0) {

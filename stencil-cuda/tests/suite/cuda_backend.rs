@@ -7,6 +7,7 @@ use crate::common;
 
 use stencil::{CudaBackend, ErrorKind, VerifyConfig, verify_with};
 use stencil_core::Backend;
+use stencil_core::grid::Grid;
 use stencil_cuda::CudaDevice;
 
 #[test]
@@ -38,4 +39,29 @@ fn cuda_backend_verifies_or_reports_no_gpu() {
     if !gpu_present {
         println!("no CUDA GPU: every call was BackendUnavailable");
     }
+}
+
+/// `DeviceGrid::copy_from` replaces a device grid's storage in place, which `download`
+/// returns, and refuses a grid of another geometry; without a GPU no device opens.
+#[test]
+fn device_grid_copy_from_replaces_the_storage_or_reports_no_gpu() {
+    let device = match CudaDevice::global() {
+        Ok(device) => device,
+        Err(e) => {
+            assert_eq!(e.kind(), ErrorKind::BackendUnavailable, "{e}");
+            println!("SKIP: no CUDA GPU ({e})");
+            return;
+        }
+    };
+    let mut host = Grid::<f64, 2>::with_halo([5, 7], 1).unwrap();
+    let mut on_device = device.upload(&host).unwrap();
+    for (k, v) in host.as_mut_slice().iter_mut().enumerate() {
+        *v = k as f64 * 0.5 - 3.0;
+    }
+    on_device.copy_from(&host).unwrap();
+    assert_eq!(on_device.download().unwrap().as_slice(), host.as_slice());
+
+    let other = Grid::<f64, 2>::with_halo([5, 8], 1).unwrap();
+    let refused = on_device.copy_from(&other).unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::ShapeMismatch, "{refused}");
 }

@@ -7,7 +7,7 @@
 use proc_macro2::Ident;
 use stencil_core::{BinaryOp, CmpOp, LogicOp};
 
-use super::{BinaryOperator, Expr, ExprKind, Index, IndexKind, Stmt};
+use super::types::{BinaryOperator, Expr, ExprKind, Index, IndexKind, Stmt};
 use crate::diagnostic::{Diagnostics, SpanRange};
 
 const STATEMENT_FORMS: &str = "a kernel statement is `let name = value;`, `out[i, ...] = value;` \
@@ -411,7 +411,7 @@ fn method_call_hint(method: &str) -> String {
         }
         None => format!(
             "method calls are not supported, and the kernel language has no `{method}`: its functions are {}",
-            crate::validate::function_list()
+            crate::functions::function_list()
         ),
     }
 }

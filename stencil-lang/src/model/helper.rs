@@ -8,10 +8,10 @@
 use proc_macro2::Ident;
 
 use super::body::{build_expr, build_let};
-use super::{Expr, ExprKind, Stmt};
+use super::types::{Expr, ExprKind, Stmt};
 use crate::diagnostic::{Diagnostics, SpanRange};
+use crate::origin::Origin;
 use crate::parse::HelperItem;
-use crate::validate::Origin;
 
 const HELPER_BODY: &str =
     "a helper's body is `let`s followed by its value, as in `{ let a = u[i, j]; a * a }`";
@@ -109,7 +109,7 @@ mod tests {
         let mut diagnostics = Diagnostics::default();
         for item in parse_items(source.parse().unwrap()).unwrap() {
             if let Item::Helper(helper) = item {
-                super::build(helper, crate::validate::Origin::Macro, &mut diagnostics);
+                super::build(helper, crate::origin::Origin::Macro, &mut diagnostics);
             }
         }
         summary(source, &diagnostics)

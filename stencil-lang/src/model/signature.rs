@@ -8,7 +8,7 @@
 use quote::ToTokens;
 use stencil_core::{ElemType, ReduceOp};
 
-use super::{Arg, ArgKind, ElemSpec};
+use super::types::{Arg, ArgKind, ElemSpec};
 use crate::diagnostic::{Diagnostics, SpanRange};
 
 /// The parameters of `sig`, reporting signature features a kernel cannot have.

@@ -6,11 +6,10 @@ use proc_macro2::Ident;
 use stencil_core::{BinaryOp, UnaryOp};
 use syn::ext::IdentExt;
 
-use super::finite_difference::Operator;
-use super::helpers;
-use super::{Binding, Context, MAX_EXPANDED_OPERATIONS, Origin, default_names};
+use super::{Binding, Context, MAX_EXPANDED_OPERATIONS, default_names};
 use crate::checked::{CheckedExpr, CheckedExprKind};
 use crate::diagnostic::SpanRange;
+use crate::functions::{Operator, built_in_arity, unknown_function};
 use crate::model::{self, BinaryOperator, ExprKind, IndexKind};
 
 impl Context<'_> {
@@ -285,7 +284,7 @@ impl Context<'_> {
         if let Some(op) = Operator::from_name(&name) {
             return self.derivative(op, args, range);
         }
-        let Some((arity, _)) = helpers::built_in_arity(&name) else {
+        let Some((arity, _)) = built_in_arity(&name) else {
             // The arguments are not checked: what they should be is unknown.
             let message = unknown_function(&name, &all_helpers.names(), all_helpers.origin());
             self.diagnostics.error_at(func, message);
@@ -322,89 +321,4 @@ fn is_permutation(a: &[String], b: &[String]) -> bool {
     a.sort();
     b.sort();
     a == b
-}
-
-/// The message for a call of `name`, which is neither a built-in function nor one of
-/// `helpers`: the nearest known name, if one is close, and every name the language has.
-pub(super) fn unknown_function(name: &str, helpers: &[&str], origin: Origin) -> String {
-    let mut known = built_in_names();
-    known.extend(helpers);
-    let suggestion = nearest(name, &known)
-        .map(|near| format!(" (did you mean `{near}`?)"))
-        .unwrap_or_default();
-    format!(
-        "unknown function `{name}`{suggestion}: the kernel language has {}, and the helpers defined in {}",
-        function_list(),
-        origin.block()
-    )
-}
-
-/// The name in `known` nearest to `name` by edit distance, if it is close: within a third of
-/// `name`'s length (at least 1), or the same but for case.
-fn nearest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
-    if let Some(same) = known.iter().find(|k| k.eq_ignore_ascii_case(name)) {
-        return Some(same);
-    }
-    let length = name.chars().count();
-    let limit = length.max(3) / 3;
-    known
-        .iter()
-        // A length further off than the limit is further off in distance too.
-        .filter(|k| k.chars().count().abs_diff(length) <= limit)
-        .map(|k| (edit_distance(name, k), *k))
-        .filter(|&(distance, _)| distance <= limit)
-        .min_by_key(|&(distance, _)| distance)
-        .map(|(_, k)| k)
-}
-
-/// Edit distance between `a` and `b`, in characters: insertions, deletions, substitutions
-/// and transpositions of neighbours (`lpa` is one from `lap`).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    // rows[i][j]: the distance between a[..i] and b[..j].
-    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in rows.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in rows[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let substitute = rows[i - 1][j - 1] + usize::from(a[i - 1] != b[j - 1]);
-            let mut best = substitute.min(rows[i - 1][j] + 1).min(rows[i][j - 1] + 1);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(rows[i - 2][j - 2] + 1);
-            }
-            rows[i][j] = best;
-        }
-    }
-    rows[a.len()][b.len()]
-}
-
-/// The built-in functions' names, in the order [`function_list`] gives them.
-fn built_in_names() -> Vec<&'static str> {
-    let mut names: Vec<&str> = UnaryOp::ALL
-        .iter()
-        .filter(|op| UnaryOp::from_function_name(op.name()).is_some())
-        .map(|op| op.name())
-        .collect();
-    names.extend(
-        BinaryOp::ALL
-            .iter()
-            .filter(|op| BinaryOp::from_function_name(op.name()).is_some())
-            .map(|op| op.name()),
-    );
-    names.extend(["select", "diff", "diff2", "laplace"]);
-    names
-}
-
-/// `abs, sqrt, ..., min, max, pow, select, diff, diff2 and laplace`.
-pub fn function_list() -> String {
-    let names = built_in_names();
-    match names.split_last() {
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-        None => String::new(),
-    }
 }

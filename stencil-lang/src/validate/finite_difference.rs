@@ -9,102 +9,20 @@
 //! - `laplace(u, h)` / `laplace(u, h, order)`: the sum of the second derivatives along every
 //!   dimension, the same spacing `h` in each.
 //!
-//! The order defaults to 2. This module owns the tables, the checks of the arguments and the
-//! expressions the operators expand to.
+//! The order defaults to 2. The operators and their tables are built-in functions
+//! ([`Operator`], defined with the others); this module owns the checks of the arguments and
+//! the expressions the operators expand to.
 
 use stencil_core::{BinaryOp, MAX_DIMS};
 use syn::ext::IdentExt;
 
-use super::helpers;
 use super::{Binding, Context, default_names};
 use crate::checked::{CheckedExpr, CheckedExprKind};
 use crate::diagnostic::SpanRange;
+use crate::functions::order_of;
 use crate::model::{self, ExprKind};
 
-/// Which operator.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Operator {
-    /// `diff(u, i, h[, order])`
-    First,
-    /// `diff2(u, i, h[, order])`
-    Second,
-    /// `laplace(u, h[, order])`
-    Laplace,
-}
-
-/// The orders available.
-pub const ORDERS: [u32; 4] = [2, 4, 6, 8];
-
-impl Operator {
-    /// The operator called `name`, if any.
-    pub fn from_name(name: &str) -> Option<Operator> {
-        match name {
-            "diff" => Some(Operator::First),
-            "diff2" => Some(Operator::Second),
-            "laplace" => Some(Operator::Laplace),
-            _ => None,
-        }
-    }
-
-    /// Its name in the kernel language.
-    pub fn name(self) -> &'static str {
-        match self {
-            Operator::First => "diff",
-            Operator::Second => "diff2",
-            Operator::Laplace => "laplace",
-        }
-    }
-
-    /// Whether its second argument is an index variable naming the dimension.
-    pub fn takes_dimension(self) -> bool {
-        self != Operator::Laplace
-    }
-
-    /// Position of the spacing argument (the order follows it, optionally).
-    pub fn spacing_position(self) -> usize {
-        if self.takes_dimension() { 2 } else { 1 }
-    }
-
-    /// How it is called, for messages.
-    pub fn usage(self) -> &'static str {
-        match self {
-            Operator::First => "`diff(u, i, h)` or `diff(u, i, h, order)`",
-            Operator::Second => "`diff2(u, i, h)` or `diff2(u, i, h, order)`",
-            Operator::Laplace => "`laplace(u, h)` or `laplace(u, h, order)`",
-        }
-    }
-
-    /// The weights `c_0, c_1, ..., c_r` of the central difference of `order` (one of
-    /// [`ORDERS`]), for the point itself and each distance `k` on both sides: the first
-    /// derivative is `sum c_k (u[+k] - u[-k]) / h` (`c_0 = 0`), the second
-    /// `(c_0 u[0] + sum c_k (u[+k] + u[-k])) / h^2`.
-    pub fn weights(self, order: u32) -> Vec<f64> {
-        let table: &[(f64, f64)] = match (self, order) {
-            (Operator::First, 2) => &[(0.0, 1.0), (1.0, 2.0)],
-            (Operator::First, 4) => &[(0.0, 1.0), (2.0, 3.0), (-1.0, 12.0)],
-            (Operator::First, 6) => &[(0.0, 1.0), (3.0, 4.0), (-3.0, 20.0), (1.0, 60.0)],
-            (Operator::First, 8) => &[
-                (0.0, 1.0),
-                (4.0, 5.0),
-                (-1.0, 5.0),
-                (4.0, 105.0),
-                (-1.0, 280.0),
-            ],
-            (_, 2) => &[(-2.0, 1.0), (1.0, 1.0)],
-            (_, 4) => &[(-5.0, 2.0), (4.0, 3.0), (-1.0, 12.0)],
-            (_, 6) => &[(-49.0, 18.0), (3.0, 2.0), (-3.0, 20.0), (1.0, 90.0)],
-            (_, 8) => &[
-                (-205.0, 72.0),
-                (8.0, 5.0),
-                (-1.0, 5.0),
-                (8.0, 315.0),
-                (-1.0, 560.0),
-            ],
-            _ => unreachable!("stencil!: bug in validate: order {order} was not checked"),
-        };
-        table.iter().map(|(p, q)| p / q).collect()
-    }
-}
+pub use crate::functions::{ORDERS, Operator};
 
 impl Context<'_> {
     /// Expands a finite-difference operator into reads and arithmetic.
@@ -141,7 +59,7 @@ impl Context<'_> {
         } else {
             Some((0..self.n_dims.min(MAX_DIMS)).collect())
         };
-        let order = match helpers::order_of(op, args.get(spacing_at + 1)) {
+        let order = match order_of(op, args.get(spacing_at + 1)) {
             Ok(order) => Some(order),
             Err(message) => {
                 self.diagnostics.error(args[spacing_at + 1].range, message);

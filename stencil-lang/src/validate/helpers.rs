@@ -11,13 +11,12 @@
 use std::collections::HashMap;
 
 use proc_macro2::Ident;
-use stencil_core::{BinaryOp, UnaryOp};
 use syn::ext::IdentExt;
 
-use super::Origin;
-use super::finite_difference::{ORDERS, Operator};
 use crate::diagnostic::{Diagnostics, SpanRange};
+use crate::functions::{Operator, built_in_arity, is_built_in, order_of, unknown_function};
 use crate::model::{self, Expr, ExprKind};
+use crate::origin::Origin;
 
 /// What a helper's parameter is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -65,45 +64,6 @@ impl Helpers {
         let mut names: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
         names.sort_unstable();
         names
-    }
-}
-
-/// Whether `name` is a function the kernel language provides.
-pub(crate) fn is_built_in(name: &str) -> bool {
-    UnaryOp::from_function_name(name).is_some()
-        || BinaryOp::from_function_name(name).is_some()
-        || name == "select"
-        || Operator::from_name(name).is_some()
-}
-
-/// How many arguments built-in `name` takes (inclusive range), if it is one.
-pub(crate) fn built_in_arity(name: &str) -> Option<(usize, usize)> {
-    if UnaryOp::from_function_name(name).is_some() {
-        Some((1, 1))
-    } else if BinaryOp::from_function_name(name).is_some() {
-        Some((2, 2))
-    } else if name == "select" {
-        Some((3, 3))
-    } else {
-        Operator::from_name(name).map(|op| {
-            let n = op.spacing_position() + 1;
-            (n, n + 1)
-        })
-    }
-}
-
-/// The order argument of a finite-difference operator: `Ok(order)` or the message.
-pub(crate) fn order_of(op: Operator, arg: Option<&Expr>) -> Result<u32, String> {
-    let Some(arg) = arg else { return Ok(2) };
-    let name = op.name();
-    match arg.kind {
-        ExprKind::Number(v) if ORDERS.iter().any(|&o| f64::from(o) == v) => Ok(v as u32),
-        ExprKind::Number(v) => Err(format!(
-            "the order of `{name}` is 2, 4, 6 or 8 (radius 1 to 4), found {v}"
-        )),
-        _ => Err(format!(
-            "the order of `{name}` is an integer literal: 2, 4, 6 or 8"
-        )),
     }
 }
 
@@ -364,7 +324,7 @@ impl Walker<'_> {
         let Some((low, high)) = built_in_arity(&name) else {
             let mut helpers: Vec<&str> = self.arities.keys().map(String::as_str).collect();
             helpers.sort_unstable();
-            let message = super::expr::unknown_function(&name, &helpers, self.origin);
+            let message = unknown_function(&name, &helpers, self.origin);
             self.error(SpanRange::of(func), message);
             return;
         };

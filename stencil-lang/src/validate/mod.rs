@@ -28,7 +28,8 @@ pub mod finite_difference;
 mod helpers;
 mod inline;
 
-pub use expr::function_list;
+pub use crate::functions::function_list;
+pub use crate::origin::Origin;
 pub use helpers::{Helpers, check as check_helpers};
 
 /// The most operations a kernel may expand to once its helpers are inlined and its
@@ -37,26 +38,6 @@ pub use helpers::{Helpers, check as check_helpers};
 /// grow exponentially: forty helpers each calling the one before twice would expand to 2^40
 /// operations. Past this limit validation stops with an error at the call.
 pub const MAX_EXPANDED_OPERATIONS: usize = 100_000;
-
-/// Where a kernel's source is written, for the messages that name it.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub enum Origin {
-    /// A `stencil!` block.
-    #[default]
-    Macro,
-    /// Kernel text given to `stencil::parse` ([`compile`](crate::compile)).
-    Text,
-}
-
-impl Origin {
-    /// "this `stencil!` block" or "the kernel text".
-    pub fn block(self) -> &'static str {
-        match self {
-            Origin::Macro => "this `stencil!` block",
-            Origin::Text => "the kernel text",
-        }
-    }
-}
 
 use std::collections::HashMap;
 

@@ -9,7 +9,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use stencil_core::{BinaryOp, CmpOp, ElemType, Expr, Kernel, LogicOp, Role, Stmt, UnaryOp};
 
-use super::{float_literal, int_tokens};
+use super::tokens::{float_literal, int_tokens};
 
 /// One builder call of the replay.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -10,8 +10,10 @@
 //! holds is generated from the lowered IR, never from the syntax tree.
 
 mod builder;
+mod plan;
 mod point_loop;
 mod retimed;
+mod tokens;
 
 use proc_macro2::{Literal, TokenStream};
 use quote::{ToTokens, format_ident, quote};
@@ -19,61 +21,7 @@ use stencil_core::{ElemType, Kernel};
 
 use stencil_lang::model::{self, ArgKind};
 
-/// The element type as a Rust type.
-fn elem_type(elem: ElemType) -> proc_macro2::Ident {
-    format_ident!("{}", elem.rust_name())
-}
-
-/// A float literal of type `elem` holding exactly `value` rounded to `elem` (the rounding the
-/// interpreter applies to constants), or the matching non-finite constant.
-fn float_literal(value: f64, elem: ElemType) -> TokenStream {
-    let ty = elem_type(elem);
-    let (text, negative, finite) = match elem {
-        ElemType::F64 => (
-            format!("{:?}f64", value.abs()),
-            value.is_sign_negative(),
-            value.is_finite(),
-        ),
-        ElemType::F32 => {
-            // Same rounding as `Element::from_f64` for f32.
-            #[allow(clippy::cast_possible_truncation)]
-            let rounded = value as f32;
-            (
-                format!("{:?}f32", rounded.abs()),
-                rounded.is_sign_negative(),
-                rounded.is_finite(),
-            )
-        }
-    };
-    if value.is_nan() {
-        return quote!(::core::primitive::#ty::NAN);
-    }
-    if !finite {
-        return if negative {
-            quote!(::core::primitive::#ty::NEG_INFINITY)
-        } else {
-            quote!(::core::primitive::#ty::INFINITY)
-        };
-    }
-    let literal: Literal = text
-        .parse()
-        .unwrap_or_else(|_| panic!("stencil!: bug in emit: `{text}` is not a float literal"));
-    if negative {
-        quote!(-#literal)
-    } else {
-        quote!(#literal)
-    }
-}
-
-/// An integer as tokens (a `-` and an unsuffixed literal for negative values).
-fn int_tokens(value: i64) -> TokenStream {
-    let literal = Literal::u64_unsuffixed(value.unsigned_abs());
-    if value < 0 {
-        quote!(-#literal)
-    } else {
-        quote!(#literal)
-    }
-}
+use tokens::elem_type;
 
 /// The visibility of items inside the generated module that should be visible exactly where
 /// the module is.

@@ -33,8 +33,8 @@ use quote::{format_ident, quote};
 use stencil_core::passes::linear::{Combination, Retimed, retimed_stores};
 use stencil_core::{BinaryOp, ElemType, Expr, ExprId, Kernel, MAX_DIMS, Offset, Stmt, UnaryOp};
 
-use super::point_loop::{LoopPlan, RowBlock};
-use super::{elem_type, float_literal, int_tokens};
+use super::plan::{LoopPlan, RowBlock};
+use super::tokens::{elem_type, float_literal, int_tokens};
 
 /// The retimed forms of a kernel's stores, when every store has one and together they pay.
 struct Plan {

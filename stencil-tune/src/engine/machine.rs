@@ -71,7 +71,7 @@ pub fn caches_with(
     may_measure: bool,
     probe: &dyn Fn(CacheSizes) -> CacheProbe,
 ) -> Option<(CacheSizes, CachesSource)> {
-    if let Some(&(sizes, under)) = super::lock(known()).get(device)
+    if let Some(&(sizes, under)) = super::locks::lock(known()).get(device)
         && under == reported
     {
         return Some((sizes, CachesSource::Remembered));
@@ -100,7 +100,7 @@ pub fn caches_with(
         }
         None => return None,
     };
-    super::lock(known()).insert(device.to_string(), (sizes, reported));
+    super::locks::lock(known()).insert(device.to_string(), (sizes, reported));
     Some((sizes, source))
 }
 
@@ -151,7 +151,7 @@ mod tests {
         assert_eq!(again, Some((sizes(12), CachesSource::Remembered)));
         assert_eq!(probes.get(), 1);
         // Another process (the memo forgotten) reads the file.
-        super::super::lock(known()).remove(&device);
+        super::super::locks::lock(known()).remove(&device);
         let read = caches_with(Some(&cache), &device, sizes(480), false, &probe);
         assert_eq!(read, Some((sizes(12), CachesSource::Cached)));
         // A changed report is measured again.

@@ -20,6 +20,7 @@
 //! ([`machine`]).
 
 pub mod decide;
+mod locks;
 pub mod machine;
 pub mod paired;
 pub mod progress;
@@ -46,6 +47,7 @@ use stencil_core::{ElemType, Error, ErrorKind, Kernel, Result, Schedule};
 use crate::cache::{CacheKey, TunedEntry, TuningCache};
 use crate::model::{BlockAxis, Roofline, RooflineModel};
 use crate::policy::TunePolicy;
+use locks::lock;
 use progress::ProgressLine;
 
 /// Interiors with fewer points are not tuned under the `quick` policy: their sweeps take
@@ -185,10 +187,6 @@ struct MemoKey {
 fn memo() -> &'static Mutex<HashMap<MemoKey, (Schedule, String)>> {
     static MEMO: OnceLock<Mutex<HashMap<MemoKey, (Schedule, String)>>> = OnceLock::new();
     MEMO.get_or_init(Mutex::default)
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Chooses the schedule of `call` on `target` per the module documentation: `run` runs one

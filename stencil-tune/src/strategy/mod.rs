@@ -15,8 +15,6 @@ pub use genetic::{GeneticConfig, genetic};
 pub use neighbourhood::{NeighbourhoodConfig, neighbourhood};
 pub use random::random_sampling;
 
-use stencil_core::rng::Rng;
-
 use crate::search::Search;
 
 /// A strategy chosen by value (for policies and configuration).
@@ -41,24 +39,6 @@ pub fn run(strategy: &Strategy, search: &mut Search<'_>, seed: u64) {
         Strategy::Neighbourhood(config) => neighbourhood(search, config, seed),
         Strategy::Genetic(config) => genetic(search, config, seed),
     }
-}
-
-/// A uniformly random legal point, trying at most `attempts` draws.
-pub(crate) fn random_legal_point(
-    search: &Search<'_>,
-    rng: &mut Rng,
-    attempts: usize,
-) -> Option<Vec<usize>> {
-    let space = search.space();
-    (0..attempts)
-        .map(|_| {
-            space
-                .dims()
-                .iter()
-                .map(|d| rng.index(d.values.len()))
-                .collect::<Vec<usize>>()
-        })
-        .find(|p| search.is_legal(p))
 }
 
 #[cfg(test)]

@@ -12,9 +12,7 @@
 
 use stencil_core::rng::Rng;
 
-use super::random_legal_point;
-use crate::model::ranked_candidates;
-use crate::search::Search;
+use crate::search::{Search, random_legal_point, ranked_candidates};
 
 /// Settings of [`neighbourhood`].
 #[derive(Clone, PartialEq, Debug)]

@@ -10,7 +10,7 @@
 //! clamped to `[-750, 710]` first, so overflow gives `+inf` and underflow `+0`; NaN in gives
 //! NaN out.
 
-use super::{Emitter, imm};
+use super::emitter::{Emitter, imm};
 use crate::ptx::{Cmp, FloatUnaryOp, IntOp, Operand, Reg, Type};
 
 /// `1 / ln 2`.

@@ -8,7 +8,7 @@
 //! `e ln2` is added with a 32-bit `LN2_HI` (so `e LN2_HI` is exact). The double-double is
 //! accurate to about 2^-66 relative, which `pow` needs for results near the overflow limit.
 
-use super::{Emitter, imm};
+use super::emitter::{Emitter, imm};
 use crate::ptx::{Cmp, IntOp, Operand, Reg, Type};
 
 /// `sqrt(2)` rounded to f64.

@@ -10,9 +10,9 @@
 //! `NaN` for finite `x < 0` and non-integer `y`; NaN if `x` or `y` is NaN; and `1` when
 //! `y = +-0` or `x = 1` (even if the other argument is NaN).
 
+use super::emitter::{Emitter, imm};
 use super::exp::exp_dd;
 use super::log::log_dd;
-use super::{Emitter, imm};
 use crate::ptx::{Cmp, FloatUnaryOp, Operand, Reg, Type};
 
 /// `x^y`.

@@ -7,8 +7,8 @@
 //! is at least 0.5 in magnitude so the subtraction loses nothing, and saturates to `+-1`
 //! (`exp` overflows to `+inf`). NaN in gives NaN out.
 
+use super::emitter::{Emitter, imm};
 use super::exp::exp;
-use super::{Emitter, imm};
 use crate::ptx::{Cmp, Reg};
 
 /// Below this `|x|`, `tanh x` rounds to `x`.

@@ -13,7 +13,7 @@
 //! are not accurate. `+-inf` and NaN give NaN; `sin` and `tan` return `x` itself for
 //! `|x| < 2^-27` (so the sign of zero is kept).
 
-use super::{Emitter, imm};
+use super::emitter::{Emitter, imm};
 use crate::ptx::{Cmp, FloatUnaryOp, IntOp, Operand, Reg, Type};
 
 /// `2/pi` rounded to f64.

@@ -8,7 +8,8 @@ use proc_macro2::TokenStream;
 use stencil_core::view::{FieldView, Geometry};
 use stencil_core::{ElemType, Kernel, interp};
 
-use super::{builder, float_literal, inner_visibility, point_loop};
+use super::tokens::float_literal;
+use super::{builder, inner_visibility, plan, point_loop};
 use crate::expand::expand;
 
 /// The verified kernel of `source`, which must be valid.
@@ -382,7 +383,7 @@ fn the_printed_point_loop_computes_what_the_interpreter_computes() {
 #[test]
 fn unread_nodes_and_unused_parameters_are_left_out_of_the_loop() {
     let kernel = lowered(KERNELS[1]);
-    let plan = point_loop::LoopPlan::of(&kernel);
+    let plan = plan::LoopPlan::of(&kernel);
     // `never_read` reads b[i - 3, j], which no store needs.
     assert!(!plan.reads.iter().any(|(_, o)| o.get(0) == -3));
     assert_eq!(plan.params, [0], "only `s` is used");
