@@ -9,8 +9,8 @@ use ::mpi::topology::{CartesianCommunicator, Communicator, SimpleCommunicator};
 use stencil_core::grid::{Boundary, Grid, Side};
 use stencil_core::{Element, Error, ErrorKind, Result};
 
-use super::exchange::{ExchangeStats, Plan};
-use super::plan::{Faces, Layout, face_kinds};
+use super::plan::{Faces, Layout, Plan, face_kinds};
+use super::stats::ExchangeStats;
 use super::{Decomposition, MpiElement, for_each_row};
 
 /// How a [`Domain`] is built: global shape, halo, ghost depth, periodic dimensions and,

@@ -1,6 +1,5 @@
 //! The halo exchange: [`Domain::exchange`] and [`Domain::exchange_with`] (work overlapped
-//! with the messages in flight), the per-rank exchange plans and their peers, and
-//! [`ExchangeStats`].
+//! with the messages in flight), and how a rank's exchange plans are drawn up.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,61 +11,13 @@ use ::mpi::topology::Communicator;
 use stencil_core::Result;
 use stencil_core::grid::{Boundary, Grid, Side};
 
-use super::plan::{FaceKind, Faces, ValueRun, face_kinds};
+use super::plan::{FaceKind, Faces, Peer, Plan, face_kinds};
+use super::stats::ExchangeStats;
 use super::{Domain, MpiElement, TAG};
 
 /// Message buffers kept between exchanges (send buffers, receive buffers) of one element
 /// type, so that an exchange neither allocates nor faults in fresh pages.
 type Buffers<T> = (Vec<Vec<T>>, Vec<Vec<T>>);
-
-/// What the exchanges of a [`Domain`] have cost so far on this rank
-/// ([`Domain::stats`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ExchangeStats {
-    /// Exchanges done (one per grid exchanged).
-    pub exchanges: usize,
-    /// Values sent to other ranks.
-    pub values_sent: usize,
-    /// Seconds spent packing and unpacking halos (copies within this rank included).
-    pub copy_seconds: f64,
-    /// Seconds spent waiting for messages after the work overlapped with them (all of the
-    /// transfer time of an exchange that overlaps nothing).
-    pub wait_seconds: f64,
-    /// Seconds of work done while messages were in flight (the inner sweep of an overlapped
-    /// exchange).
-    pub overlapped_seconds: f64,
-}
-
-impl ExchangeStats {
-    /// Seconds the exchanges cost beyond the work they overlapped: copies and waits.
-    pub fn exposed_seconds(&self) -> f64 {
-        self.copy_seconds + self.wait_seconds
-    }
-}
-
-/// The exchange plan of this rank for grids of one set of face kinds.
-pub(crate) struct Plan<const D: usize> {
-    /// Per peer: the runs received from it, in the order it sends them (local destination,
-    /// length) and their total length.
-    recv: Vec<Peer<D>>,
-    /// Per peer: the runs sent to it (local source, length).
-    send: Vec<Peer<D>>,
-    /// Copies within this rank (destination, source, length), of points beyond a rank face
-    /// (the grid's own fill gives the others).
-    local: Vec<([isize; D], [isize; D], usize)>,
-    /// Runs given a Dirichlet face's value, beyond a rank face.
-    values: Vec<ValueRun<D>>,
-    /// Whether the grid's own fill (rank faces left alone) gives the other points; false
-    /// where it cannot (a `Reflect` face of a cut dimension whose local extent is not wider
-    /// than the halo), and then `local` and `values` hold every such point.
-    own_fill: bool,
-}
-
-struct Peer<const D: usize> {
-    rank: usize,
-    runs: Vec<([isize; D], usize)>,
-    points: usize,
-}
 
 impl<const D: usize> Domain<D> {
     /// What the exchanges have cost on this rank so far.

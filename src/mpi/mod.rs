@@ -106,6 +106,7 @@ mod exchange;
 mod output;
 mod plan;
 mod scatter;
+mod stats;
 mod steps;
 mod tuning;
 
@@ -115,7 +116,7 @@ use stencil_core::{Element, Error, ErrorKind, Result};
 
 pub use decomp::Decomposition;
 pub use domain::{Domain, DomainBuilder};
-pub use exchange::ExchangeStats;
+pub use stats::ExchangeStats;
 
 /// The MPI bindings (the `mpi` crate) this module is built on, for what it does not wrap
 /// (communicators, collectives).

@@ -13,7 +13,8 @@
 //! single-process grid's halo and interior hold at those positions.
 //!
 //! Pure arithmetic, no MPI: the plan is built and tested without an MPI library; the MPI
-//! module moves the values.
+//! module moves the values. [`Plan`] is what a rank keeps of it per set of face kinds: the
+//! runs it sends to and receives from each peer, its own copies and its Dirichlet values.
 
 use stencil_core::grid::{Boundary, HaloSource, Side};
 use stencil_core::{Element, Error, ErrorKind, Result};
@@ -326,6 +327,31 @@ pub(crate) struct ValueRun<const D: usize> {
     pub(crate) dst: [isize; D],
     pub(crate) len: usize,
     pub(crate) face: (usize, Side),
+}
+
+/// The exchange plan of this rank for grids of one set of face kinds.
+pub(crate) struct Plan<const D: usize> {
+    /// Per peer: the runs received from it, in the order it sends them (local destination,
+    /// length) and their total length.
+    pub(super) recv: Vec<Peer<D>>,
+    /// Per peer: the runs sent to it (local source, length).
+    pub(super) send: Vec<Peer<D>>,
+    /// Copies within this rank (destination, source, length), of points beyond a rank face
+    /// (the grid's own fill gives the others).
+    pub(super) local: Vec<([isize; D], [isize; D], usize)>,
+    /// Runs given a Dirichlet face's value, beyond a rank face.
+    pub(super) values: Vec<ValueRun<D>>,
+    /// Whether the grid's own fill (rank faces left alone) gives the other points; false
+    /// where it cannot (a `Reflect` face of a cut dimension whose local extent is not wider
+    /// than the halo), and then `local` and `values` hold every such point.
+    pub(super) own_fill: bool,
+}
+
+/// One peer of a plan: its rank and the runs exchanged with it.
+pub(crate) struct Peer<const D: usize> {
+    pub(super) rank: usize,
+    pub(super) runs: Vec<([isize; D], usize)>,
+    pub(super) points: usize,
 }
 
 #[cfg(test)]

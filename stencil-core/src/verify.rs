@@ -12,24 +12,10 @@ use crate::ir::{
     Expr, ExprId, FieldId, Kernel, LetId, MAX_DIMS, MAX_RADIUS, ParamId, ReductionId, Role, Stmt,
 };
 
+mod location;
 mod text;
 
-/// Where in a kernel a problem is.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Location {
-    /// The kernel as a whole (its name, dimension count, or what it lacks).
-    Kernel,
-    /// A field declaration.
-    Field(FieldId),
-    /// A parameter declaration.
-    Param(ParamId),
-    /// A reduction declaration.
-    Reduction(ReductionId),
-    /// An expression node.
-    Expr(ExprId),
-    /// A statement, by position in [`Kernel::body`].
-    Stmt(usize),
-}
+pub use location::Location;
 
 /// What is wrong.
 #[derive(Clone, PartialEq, Eq, Debug)]

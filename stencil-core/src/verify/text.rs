@@ -5,7 +5,7 @@
 
 use crate::ir::{BinaryOp, Expr, ExprId, Kernel, LogicOp, Stmt, UnaryOp};
 
-use super::Location;
+use super::location::Location;
 
 /// Subtrees deeper than this print as `...`.
 const MAX_DEPTH: usize = 6;
