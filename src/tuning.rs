@@ -246,8 +246,8 @@ pub(crate) fn choose_steps<T: Element>(
 ) -> Result<TuneReport> {
     let kernel = stencil.kernel();
     let default = backend.default_schedule(kernel, shape);
-    let class = stencil_core::steps::steps_class(steps);
-    let trial_steps = stencil_core::steps::trial_steps(steps);
+    let class = stencil_core::time_loop::steps_class(steps);
+    let trial_steps = stencil_core::time_loop::trial_steps(steps);
     let trial_shape = backend.steps_trial_shape(kernel, shape, &sweep.schedule);
     let target = Target {
         backend: format!(

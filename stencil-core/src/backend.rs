@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Kernel;
 use crate::schedule::{CacheSizes, Schedule, TuningSpace};
 use crate::stencil::Stencil;
-use crate::steps::StepsJob;
+use crate::time_loop::TimeLoop;
 use crate::view::{FieldView, FieldViewMut, Geometry};
 
 /// One validated kernel call: the stencil, its grids and its parameters.
@@ -398,8 +398,8 @@ pub trait Backend<T: Element>: Send + Sync {
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()>;
 
     /// Runs `steps` more steps of the time loop `job` under `schedule`, leaving
-    /// [`StepsJob::done`] advanced by `steps`. Each step computes what [`run`](Self::run)
-    /// computes and fills the halo of every grid it wrote (see [`crate::steps`]); a backend may
+    /// [`TimeLoop::done`] advanced by `steps`. Each step computes what [`run`](Self::run)
+    /// computes and fills the halo of every grid it wrote (see [`crate::time_loop`]); a backend may
     /// run several steps per trip through memory (temporal blocking) as long as every value
     /// it leaves is the one the steps one after another leave, bit for bit. The default runs
     /// the steps one after another through [`run`](Self::run).
@@ -408,7 +408,7 @@ pub trait Backend<T: Element>: Send + Sync {
     /// As [`run`](Self::run); steps done before an error are counted in `job`.
     fn run_steps(
         &self,
-        job: &mut StepsJob<'_, T>,
+        job: &mut TimeLoop<'_, T>,
         schedule: &Schedule,
         steps: usize,
     ) -> Result<()> {
@@ -429,7 +429,7 @@ pub trait Backend<T: Element>: Send + Sync {
     /// The candidates the tuner may choose from for a time loop of `kernel` on an interior of
     /// `shape` running about `steps` steps per call, or `None` (the default) when time loops on
     /// this backend are not tuned (they then run [`default_schedule`](Self::default_schedule)).
-    /// Each trial runs [`trial_steps`](crate::steps::trial_steps)`(steps)` steps, which a
+    /// Each trial runs [`trial_steps`](crate::time_loop::trial_steps)`(steps)` steps, which a
     /// candidate's temporal blocking should divide. `sweep` is the schedule the loop's single
     /// sweep runs under (tuned or default): a backend should offer steps one after another
     /// under it as a [baseline](TuningSpace::baselines), so the tuned loop is never slower

@@ -8,7 +8,7 @@
 //! - [`Stencil`], [`Job`], [`Backend`], [`Schedule`]: what backends implement and receive;
 //! - [`row`]: the contract between macro-generated CPU code and CPU backends;
 //! - [`reduce`]: the fixed order reductions combine in, and the result types;
-//! - [`steps`]: time loops ([`StepsJob`]: a kernel stepped with its grids rotating).
+//! - [`time_loop`]: time loops ([`TimeLoop`]: a kernel stepped with its grids rotating).
 //!
 //! This crate depends on no backend technology (no rayon, no CUDA, no syn).
 
@@ -29,7 +29,7 @@ pub mod row;
 pub mod schedule;
 pub mod simplify;
 pub mod stencil;
-pub mod steps;
+pub mod time_loop;
 pub mod verify;
 pub mod view;
 
@@ -47,6 +47,6 @@ pub use schedule::{
     TuningSpace,
 };
 pub use stencil::{CpuLoop, Stencil};
-pub use steps::{Rotation, StepsJob};
+pub use time_loop::{Rotation, TimeLoop};
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};
 pub use view::{FieldView, FieldViewMut, Geometry};

@@ -236,7 +236,7 @@ impl<T: Element> Backend<T> for CpuBackend {
     /// As [`run`](Backend::run).
     fn run_steps(
         &self,
-        job: &mut stencil_core::StepsJob<'_, T>,
+        job: &mut stencil_core::TimeLoop<'_, T>,
         schedule: &Schedule,
         steps: usize,
     ) -> Result<()> {
@@ -257,7 +257,7 @@ impl<T: Element> Backend<T> for CpuBackend {
     /// ([`steps_trial_schedule`](Backend::steps_trial_schedule)), so `sweep` does not size
     /// the trial.
     fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize], _sweep: &Schedule) -> Vec<usize> {
-        crate::steps::trial_shape(crate::Machine::detect(), kernel, shape)
+        crate::time_loop::trial_shape(crate::Machine::detect(), kernel, shape)
     }
 
     /// Plain steps (depth 1 or less) whose core blocks of dimension 0 would leave a worker
@@ -333,7 +333,7 @@ impl<T: Element> Backend<T> for CpuBackend {
             Schedule::Cpu(s) => *s,
             _ => self.default_cpu_schedule(shape),
         };
-        Some(crate::steps::steps_tuning_space(
+        Some(crate::time_loop::steps_tuning_space(
             crate::Machine::detect(),
             kernel,
             shape,

@@ -255,7 +255,7 @@ impl<T: Element> Backend<T> for EmulatedGpu {
     /// run in the emulator.
     fn run_steps(
         &self,
-        job: &mut stencil_core::StepsJob<'_, T>,
+        job: &mut stencil_core::TimeLoop<'_, T>,
         schedule: &Schedule,
         steps: usize,
     ) -> Result<()> {

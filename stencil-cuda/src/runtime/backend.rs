@@ -96,7 +96,7 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
     /// 2 and the rotation allows (see [`CudaDevice::run_steps`] for device-resident grids).
     fn run_steps(
         &self,
-        job: &mut stencil_core::StepsJob<'_, T>,
+        job: &mut stencil_core::TimeLoop<'_, T>,
         schedule: &Schedule,
         steps: usize,
     ) -> Result<()> {
