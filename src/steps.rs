@@ -494,7 +494,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 })
                 .min(per_exchange);
             let timer = Instant::now();
-            let overlap = done > 0 && per_exchange == 1 && backend.supports_regions();
+            let overlap = done > 0 && per_exchange == 1 && backend.capabilities().regions;
             let result = match self.across {
                 Some(across) if overlap => {
                     match across.overlapped_step(

@@ -164,7 +164,7 @@ pub(crate) fn choose<T: Element>(
         }
     };
     let job = RefCell::new(job);
-    let check = !backend.is_reference();
+    let check = !backend.capabilities().reference;
     let report = engine::choose(
         &call,
         &target,

@@ -5,6 +5,7 @@
 //! is what lets the CPU backend write output rows through raw pointers soundly.
 
 use crate::analysis::field_radius;
+use crate::capabilities::Capabilities;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Kernel;
@@ -233,7 +234,7 @@ impl<'a, T: Element> Job<'a, T> {
     /// Restricts the job to the box `lo[d]..hi[d]` of the interior (one entry per dimension)
     /// for a run on `backend`, which computes only the box's points and writes no other
     /// output point. An empty box computes nothing. Only a backend that
-    /// [supports regions](Backend::supports_regions) takes a region (another would compute
+    /// [runs regions](Capabilities::regions) takes a region (another would compute
     /// the whole interior): run the job on the backend named here.
     ///
     /// # Errors
@@ -274,7 +275,7 @@ impl<'a, T: Element> Job<'a, T> {
                 ),
             ));
         }
-        if !backend.supports_regions() {
+        if !backend.capabilities().regions {
             return Err(Error::new(
                 ErrorKind::BackendUnavailable,
                 format!(
@@ -307,17 +308,17 @@ impl<'a, T: Element> Job<'a, T> {
 }
 
 /// `Ok` when `backend` can run `kernel`: [`ErrorKind::BackendUnavailable`] for a kernel with
-/// reductions on a backend that does not compute them ([`Backend::supports_reductions`]), or
+/// reductions on a backend that does not compute them ([`Capabilities::reductions`]), or
 /// one reading an output in place on a backend that does not run such kernels
-/// ([`Backend::supports_in_place`]). The facade calls it before every run.
+/// ([`Capabilities::in_place`]). The facade calls it before every run.
 ///
 /// # Errors
 /// As above, naming the kernel, the backend and what is missing.
 pub fn check_support<T: Element>(backend: &dyn Backend<T>, kernel: &Kernel) -> Result<()> {
-    let missing = if kernel.has_reductions() && !backend.supports_reductions() {
+    let capabilities = backend.capabilities();
+    let missing = if kernel.has_reductions() && !capabilities.reductions {
         "reductions"
-    } else if !crate::analysis::in_place_outputs(kernel).is_empty() && !backend.supports_in_place()
-    {
+    } else if !crate::analysis::in_place_outputs(kernel).is_empty() && !capabilities.in_place {
         "outputs read in place"
     } else {
         return Ok(());
@@ -360,34 +361,13 @@ pub trait Backend<T: Element>: Send + Sync {
         false
     }
 
-    /// Whether this backend honours [`Job::set_region`] (computes only the region's points).
-    /// The default is `false`: [`Job::set_region`] then refuses a region for this backend
-    /// with [`ErrorKind::BackendUnavailable`], so a region is never ignored.
-    fn supports_regions(&self) -> bool {
-        false
-    }
-
-    /// Whether this backend computes reductions ([`crate::reduce`]), setting every result with
-    /// [`Job::set_reduction`]. The default is `false`: [`check_support`] then refuses kernels
-    /// with reductions on this backend.
-    fn supports_reductions(&self) -> bool {
-        false
-    }
-
-    /// Whether this backend runs kernels that read an output in place (at offset zero, before
-    /// writing it: `y = a * x + y`). The default is `false`: [`check_support`] then refuses
-    /// such kernels on this backend.
-    fn supports_in_place(&self) -> bool {
-        false
-    }
-
-    /// Whether this backend is the reference that the tuner checks other backends against
-    /// (the CPU backend says `true`). A newly tuned winner of a backend that is not the
-    /// reference runs once more on the call's own data and is compared with the CPU backend's
-    /// result before it is cached; a winner that disagrees is rejected and reported (see
-    /// `TuneReport::rejected` in the `stencil` crate). The default is `false`.
-    fn is_reference(&self) -> bool {
-        false
+    /// What this backend computes beyond plain sweeps (regions, reductions, outputs read in
+    /// place) and whether it is the tuner's reference; see [`Capabilities`]. The default is
+    /// [`Capabilities::default`], all `false`: regions and such kernels are then refused
+    /// ([`Job::set_region`], [`check_support`]) and tuned winners are checked against the CPU
+    /// backend.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
     }
 
     /// Runs `job` under `schedule`: writes every interior point of every output, nothing else.

@@ -6,6 +6,7 @@
 //! - [`interp`]: the reference interpreter, the oracle every backend is checked against;
 //! - [`grid`]: `Grid<T, D>` with halo, padding, alignment and boundary conditions;
 //! - [`Stencil`], [`Job`], [`Backend`], [`Schedule`]: what backends implement and receive;
+//!   [`Capabilities`]: what a backend computes beyond plain sweeps;
 //! - [`row`]: the contract between macro-generated CPU code and CPU backends;
 //! - [`reduce`]: the fixed order reductions combine in, and the result types;
 //! - [`time_loop`]: time loops ([`TimeLoop`]: a kernel stepped with its grids rotating).
@@ -14,6 +15,7 @@
 
 pub mod analysis;
 pub mod backend;
+pub mod capabilities;
 pub mod element;
 pub mod error;
 pub mod grid;
@@ -34,6 +36,7 @@ pub mod verify;
 pub mod view;
 
 pub use backend::{Backend, Job, check_support};
+pub use capabilities::Capabilities;
 pub use element::{ElemType, Element};
 pub use error::{Error, ErrorKind, Result};
 pub use grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};

@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use stencil_core::schedule::TuningSpace;
 use stencil_core::{
-    Backend, CpuSchedule, Element, Error, ErrorKind, Job, Kernel, MAX_DIMS, Result, Schedule,
+    Backend, Capabilities, CpuSchedule, Element, Error, ErrorKind, Job, Kernel, MAX_DIMS, Result,
+    Schedule,
 };
 
 use crate::generic::{GenericRun, Program};
@@ -157,25 +158,17 @@ impl<T: Element> Backend<T> for CpuBackend {
         Schedule::Cpu(self.default_cpu_schedule(shape))
     }
 
-    /// `true`: other backends' tuned winners are checked against this backend's results.
-    /// Reductions are computed in the order of `stencil_core::reduce`, the same bits under
-    /// every schedule and thread count.
-    fn supports_reductions(&self) -> bool {
-        true
-    }
-
-    /// A region's box is tiled as the interior is, shifted to the box.
-    fn supports_regions(&self) -> bool {
-        true
-    }
-
-    /// Outputs read in place are read at each point before its store (plain stores).
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-
-    fn is_reference(&self) -> bool {
-        true
+    /// Everything: the reference other backends' tuned winners are checked against;
+    /// reductions computed in the order of `stencil_core::reduce` (the same bits under every
+    /// schedule and thread count); a region's box tiled as the interior is, shifted to the
+    /// box; outputs read in place read at each point before its store (plain stores).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            regions: true,
+            reductions: true,
+            in_place: true,
+            reference: true,
+        }
     }
 
     /// `true` except for the retimed loop (kernels whose stores are sums of partial sums that

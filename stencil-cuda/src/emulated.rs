@@ -302,15 +302,16 @@ impl<T: Element> Backend<T> for EmulatedGpu {
         out.into_iter().map(Schedule::Gpu).collect()
     }
 
-    fn supports_reductions(&self) -> bool {
-        true
-    }
-
-    /// Outputs read in place (`y = a * x + y`): every output is uploaded with its values, and
-    /// every variant reads it at the point it stores, before the store (see the `codegen`
-    /// module), so each point sees the value from before the sweep.
-    fn supports_in_place(&self) -> bool {
-        true
+    /// Reductions, and outputs read in place (`y = a * x + y`): every output is uploaded with
+    /// its values, and every variant reads it at the point it stores, before the store (see
+    /// the `codegen` module), so each point sees the value from before the sweep. No regions:
+    /// every launch computes the whole interior.
+    fn capabilities(&self) -> stencil_core::Capabilities {
+        stencil_core::Capabilities {
+            reductions: true,
+            in_place: true,
+            ..stencil_core::Capabilities::default()
+        }
     }
 
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()> {
