@@ -54,9 +54,11 @@
 // crate, for the kernels of `kernels`.
 extern crate self as stencil;
 
+mod distribution;
 pub mod kernels;
 pub mod krylov;
 mod launch;
+mod loop_grid;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 #[cfg(feature = "output")]
@@ -122,7 +124,8 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::launch::Launch;
-    pub use crate::steps::{LoopGrid, Steps};
+    pub use crate::loop_grid::LoopGrid;
+    pub use crate::steps::Steps;
     pub use std::sync::LazyLock;
     pub use stencil_core::grid::Grid;
     pub use stencil_core::reduce;

@@ -11,7 +11,8 @@ use stencil_core::{
 };
 
 use crate::TuneReport;
-use crate::steps::{Distribution, LoopGrid};
+use crate::distribution::Distribution;
+use crate::loop_grid::LoopGrid;
 
 use super::{Domain, MpiElement};
 

@@ -22,6 +22,7 @@ pub mod grid;
 pub mod hash;
 pub mod interp;
 pub mod ir;
+pub mod job;
 pub mod passes;
 pub mod printer;
 pub mod random;
@@ -35,7 +36,7 @@ pub mod time_loop;
 pub mod verify;
 pub mod view;
 
-pub use backend::{Backend, Job, check_support};
+pub use backend::{Backend, check_support};
 pub use capabilities::Capabilities;
 pub use element::{ElemType, Element};
 pub use error::{Error, ErrorKind, Result};
@@ -44,6 +45,7 @@ pub use ir::{
     BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp, MAX_DIMS,
     MAX_RADIUS, Offset, Param, ParamId, ReduceOp, Reduction, ReductionId, Role, Stmt, UnaryOp,
 };
+pub use job::Job;
 pub use reduce::{Max, Min, ReductionTarget, Sum};
 pub use schedule::{
     CacheSizes, CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule,

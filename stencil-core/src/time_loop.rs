@@ -22,11 +22,11 @@
 //! (`std::mem::swap` for a ping-pong), boundary conditions moving with their grids.
 
 use crate::analysis::field_radius;
-use crate::backend::Job;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{Boundary, fill_halo};
 use crate::ir::{FieldId, Kernel, Role};
+use crate::job::Job;
 use crate::stencil::Stencil;
 use crate::view::{FieldView, FieldViewMut};
 

@@ -25,12 +25,6 @@ use crate::reduce::{self, Reductions};
 use crate::schedules;
 use crate::specialised::SpecialisedRun;
 
-/// Jobs of fewer points (interior points times outputs) run on the calling thread: handing a
-/// job to the pool (waking a worker and waiting for it) costs about 10 us, more than
-/// computing 2^15 points does (the 7-point stencil on an 8^3 grid took 13 us per call through
-/// the pool and 3 us on the caller).
-pub const INLINE_POINTS: usize = 1 << 15;
-
 impl CpuBackend {
     /// The default schedule for an interior of `shape`: about four core blocks per thread, cut
     /// along the outer dimensions (rows stay whole), or chunks of at least 4096 points in 1-D.
@@ -69,83 +63,6 @@ impl CpuBackend {
     /// [`Backend::sample_schedules`]).
     pub fn sample_cpu_schedules(&self, shape: &[usize]) -> Vec<CpuSchedule> {
         schedules::sample_schedules(shape, self.threads())
-    }
-
-    /// Runs `block(scratch, index)` for every core block of `partition` on the worker that owns
-    /// it, each worker with scratch space from `scratch`; or, for a job of fewer than
-    /// [`INLINE_POINTS`] points (`points`), every block on the calling thread.
-    pub(crate) fn execute<S>(
-        &self,
-        partition: Partition,
-        points: usize,
-        scratch: impl Fn() -> S + Sync + Send,
-        block: impl Fn(&mut S, usize) + Sync + Send,
-    ) {
-        if points < INLINE_POINTS {
-            let mut s = scratch();
-            for w in 0..partition.workers() {
-                for b in partition.blocks_of(w) {
-                    block(&mut s, b);
-                }
-            }
-            return;
-        }
-        if self.threads() == 1 {
-            // A pool of one thread: run on it without a broadcast.
-            self.pool().install(|| {
-                let mut s = scratch();
-                for w in 0..partition.workers() {
-                    for b in partition.blocks_of(w) {
-                        block(&mut s, b);
-                    }
-                }
-            });
-            return;
-        }
-        let threads = self.threads();
-        let busy = (0..partition.workers())
-            .filter(|&w| partition.blocks_of(w).next().is_some())
-            .take(2)
-            .count();
-        if busy > 1 {
-            self.count_parallel_run();
-        }
-        self.pool().broadcast(|ctx| {
-            // Pool thread `i` runs the blocks of workers `i`, `i + threads`, ...: all of them
-            // when the schedule asks for no more workers than the pool has.
-            let mut s = None;
-            let mut w = ctx.index();
-            while w < partition.workers() {
-                let s = s.get_or_insert_with(&scratch);
-                for b in partition.blocks_of(w) {
-                    block(s, b);
-                }
-                w += threads;
-            }
-        });
-    }
-}
-
-impl CpuBackend {
-    /// Runs `work(w)` for every worker `w` in `0..workers` at once, each on its own pool
-    /// thread (`workers` at most the pool's size), or on the calling thread when `workers`
-    /// is 1.
-    pub(crate) fn on_workers(&self, workers: usize, work: impl Fn(usize) + Sync + Send) {
-        if workers <= 1 {
-            work(0);
-            return;
-        }
-        assert!(
-            workers <= self.threads(),
-            "stencil-cpu: {workers} workers on a pool of {}",
-            self.threads()
-        );
-        self.count_parallel_run();
-        self.pool().broadcast(|ctx| {
-            if ctx.index() < workers {
-                work(ctx.index());
-            }
-        });
     }
 }
 
@@ -234,7 +151,9 @@ impl<T: Element> Backend<T> for CpuBackend {
         steps: usize,
     ) -> Result<()> {
         match schedule {
-            Schedule::Cpu(s) => self.cpu_run_steps(job, s, steps),
+            Schedule::Cpu(s) => self.cpu_run_steps(job, s, steps, |step| {
+                <Self as Backend<T>>::run(self, step, schedule)
+            }),
             other => Err(Error::new(
                 ErrorKind::InvalidSchedule,
                 format!("the CPU backend cannot run schedule {other:?}"),

@@ -43,10 +43,11 @@ mod streaming;
 mod tiling;
 mod time_loop;
 
-pub use backend::INLINE_POINTS;
 pub use machine::{Machine, Topology, cpu_fingerprint, set_cache_sharers, set_measured_caches};
 pub use partition::Partition;
-pub use pool::{CpuBackend, PoolActivity, THREADS_ENV, allowed_cpus, core_share, set_core_share};
+pub use pool::{
+    CpuBackend, INLINE_POINTS, PoolActivity, THREADS_ENV, allowed_cpus, core_share, set_core_share,
+};
 pub use schedules::{
     AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, LONG_ROW_REGISTER_ROWS, MIN_1D_CHUNK,
 };

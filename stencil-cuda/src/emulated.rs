@@ -11,9 +11,9 @@
 //! Outputs are uploaded with their current values, so kernels that read an output in place
 //! (`y = a * x + y`) run as on the CPU.
 
-use stencil_core::backend::{Backend, Job};
 use stencil_core::ir::{Kernel, Role};
 use stencil_core::schedule::Schedule;
+use stencil_core::{Backend, Job};
 use stencil_core::{ElemType, Element, Error, ErrorKind, Geometry, Result};
 
 use crate::caps::{default_schedule, sample_schedules};

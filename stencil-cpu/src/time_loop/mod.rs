@@ -103,7 +103,7 @@ use stencil_core::analysis::radius;
 use stencil_core::grid::Boundary;
 use stencil_core::schedule::{DimValue, SearchSpace, TuningSpace};
 use stencil_core::time_loop::FieldSlot;
-use stencil_core::{CpuSchedule, CpuStores, Element, Kernel, Result, Schedule, TimeLoop};
+use stencil_core::{CpuSchedule, CpuStores, Element, Job, Kernel, Result, Schedule, TimeLoop};
 
 use crate::machine::Machine;
 use crate::pool::CpuBackend;
@@ -145,22 +145,21 @@ pub(crate) struct TimeBlocking {
 impl CpuBackend {
     /// [`Backend::run_steps`](stencil_core::Backend::run_steps) for the CPU: temporal
     /// blocking when the schedule's depth (or the default's) is above 1 and the rotation
-    /// allows it, else steps one after another.
+    /// allows it, else steps one after another, each through `sweep` (the backend's single
+    /// sweep under `schedule`).
     pub(crate) fn cpu_run_steps<T: Element>(
         &self,
         job: &mut TimeLoop<'_, T>,
         schedule: &CpuSchedule,
         steps: usize,
+        sweep: impl Fn(&mut Job<'_, T>) -> Result<()>,
     ) -> Result<()> {
         let machine = Machine::detect();
         let workers = wavefront::workers(self, job, schedule);
         let blocking = time_blocking(machine, job, schedule, workers);
         if blocking.depth <= 1 || steps < 2 {
-            let schedule = Schedule::Cpu(*schedule);
             for _ in 0..steps {
-                job.step_with(|step| {
-                    <CpuBackend as stencil_core::Backend<T>>::run(self, step, &schedule)
-                })?;
+                job.step_with(&sweep)?;
             }
             return Ok(());
         }

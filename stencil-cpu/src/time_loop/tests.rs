@@ -114,7 +114,11 @@ fn run_case(
         }
         let workers = super::wavefront::workers(backend, &job, &schedule);
         let blocking = time_blocking(Machine::detect(), &job, &schedule, workers);
-        let (result, audit) = audit::audited(|| backend.cpu_run_steps(&mut job, &schedule, steps));
+        let (result, audit) = audit::audited(|| {
+            backend.cpu_run_steps(&mut job, &schedule, steps, |step| {
+                stencil_core::Backend::run(backend, step, &Schedule::Cpu(schedule))
+            })
+        });
         result.unwrap();
         Some((audit, blocking))
     };

@@ -81,11 +81,10 @@ use stencil_core::{
 
 use super::TimeBlocking;
 use super::barrier::{PoisonOnPanic, SpinBarrier};
-use crate::backend::INLINE_POINTS;
 use crate::generic::{GenericRun, Program};
 use crate::input_rows::{InputRows, RowBox};
 use crate::output_rows::OutputRows;
-use crate::pool::CpuBackend;
+use crate::pool::{CpuBackend, INLINE_POINTS};
 use crate::specialised::{RowPlan, SpecialisedRun};
 use crate::tiling::{Tile, Tiling};
 

@@ -4,9 +4,9 @@
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use stencil_core::backend::{Backend, Job};
 use stencil_core::ir::{Kernel, Role};
 use stencil_core::schedule::{Schedule, Searchable, TuningSpace};
+use stencil_core::{Backend, Job};
 use stencil_core::{Error, ErrorKind, Result};
 
 use super::{CudaDevice, GpuElement, driver_error};
