@@ -11,11 +11,11 @@
 //!
 //! - `cg`: operator application fused with its dot product (`poisson_apply_dot`), the
 //!   residual updated in place fused with its norm (`update_residual`), `x` and the search
-//!   direction updated in place (`axpy3`, `aypx3`): four sweeps and five grids in all;
+//!   direction updated in place (`axpy_3d`, `aypx_3d`): four sweeps and five grids in all;
 //! - `cg+jacobi`: the same with the Jacobi preconditioner (the operator's diagonal), whose
 //!   residual update also gives `z = r / d` and `r . z` in the same sweep;
 //! - `cg (DIA)`: the operator through Orio's DIA storage (`kernels::dia_spmv`, seven
-//!   coefficient grids) and a separate `dot3`.
+//!   coefficient grids) and a separate `dot_3d`.
 //!
 //! For each it prints iterations, time per iteration (after the first, whose calls tune each
 //! kernel on the shape or find it in the tuning cache), the bytes an iteration must move at
@@ -31,7 +31,7 @@ use std::time::Instant;
 use stencil::CpuBackend;
 use stencil::kernels::dia_spmv;
 use stencil::krylov::{
-    axpy3, aypx3, dot3, poisson_apply_dot, update_residual, update_residual_jacobi,
+    axpy_3d, aypx_3d, dot_3d, poisson_apply_dot, update_residual, update_residual_jacobi,
 };
 use stencil::prelude::*;
 
@@ -132,10 +132,10 @@ fn solve(n: usize, method: Method) -> Result<Solve, stencil::Error> {
     }
     let mut p = z.clone();
     let mut rz = Sum::new();
-    dot3(&r, &z, &mut rz).run()?;
+    dot_3d(&r, &z, &mut rz).run()?;
     let mut rz = rz.value();
     let mut rr0 = Sum::new();
-    dot3(&r, &r, &mut rr0).run()?;
+    dot_3d(&r, &r, &mut rr0).run()?;
     let rr0 = rr0.value();
     let mut relative = 1.0;
     let mut start = Instant::now();
@@ -146,12 +146,12 @@ fn solve(n: usize, method: Method) -> Result<Solve, stencil::Error> {
             Method::Dia => {
                 let a = &diagonals;
                 dia_spmv(&p, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &mut q).run()?;
-                dot3(&p, &q, &mut pq).run()?;
+                dot_3d(&p, &q, &mut pq).run()?;
             }
             _ => poisson_apply_dot(&p, &mut q, &mut pq).run()?,
         }
         let alpha = rz / pq.value();
-        axpy3(&p, &mut x, alpha).run()?;
+        axpy_3d(&p, &mut x, alpha).run()?;
         let mut rr = Sum::new();
         let rz_next = if method == Method::Jacobi {
             let mut rz_next = Sum::new();
@@ -164,7 +164,7 @@ fn solve(n: usize, method: Method) -> Result<Solve, stencil::Error> {
         let beta = rz_next / rz;
         rz = rz_next;
         let direction = if method == Method::Jacobi { &z } else { &r };
-        aypx3(direction, &mut p, beta).run()?;
+        aypx_3d(direction, &mut p, beta).run()?;
         relative = (rr.value() / rr0).sqrt();
         iterations += 1;
         if iterations == 1 {

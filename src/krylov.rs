@@ -5,7 +5,9 @@
 //! kernel.
 //!
 //! Each kernel exists over 1-D vectors in `f64` (`dot`, ...) and `f32` (`dot_f32`, ...) and
-//! over 3-D grids in `f64` (`dot3`, ...). Results of reductions arrive in a [`Sum`]; they are
+//! over 3-D grids in `f64` (`dot_3d`, ...): the suffix `_3d` always means 3-D grids, while the
+//! `3` of `maxpy3` (and `maxpy3_f32`) counts its vectors, three `x`s added to `y` at once, as
+//! in PETSc's `VecMAXPY`. Results of reductions arrive in a [`Sum`]; they are
 //! the same bits whatever the thread count and schedule (see [`crate::reduce`]). As in PETSc,
 //! `scale`, `axpy`, `aypx` and `maxpy3` update their last vector in place (`y = a x + y`
 //! reads `y` at its point before writing it), and `waxpy` writes a third vector.
@@ -88,27 +90,27 @@ stencil! {
     }
 
     /// vecDot over 3-D grids.
-    pub fn dot3(x: &Grid3<f64>, y: &Grid3<f64>, s: &mut Sum<f64>) {
+    pub fn dot_3d(x: &Grid3<f64>, y: &Grid3<f64>, s: &mut Sum<f64>) {
         s += x[i, j, k] * y[i, j, k];
     }
 
     /// vecNorm2, squared, over 3-D grids.
-    pub fn norm2_squared3(x: &Grid3<f64>, s: &mut Sum<f64>) {
+    pub fn norm2_squared_3d(x: &Grid3<f64>, s: &mut Sum<f64>) {
         s += x[i, j, k] * x[i, j, k];
     }
 
     /// vecWXPY over 3-D grids: `w = a x + y`.
-    pub fn waxpy3(x: &Grid3<f64>, y: &Grid3<f64>, w: &mut Grid3<f64>, a: f64) {
+    pub fn waxpy_3d(x: &Grid3<f64>, y: &Grid3<f64>, w: &mut Grid3<f64>, a: f64) {
         w[i, j, k] = a * x[i, j, k] + y[i, j, k];
     }
 
     /// vecAXPY over 3-D grids, in place: `y = a x + y`.
-    pub fn axpy3(x: &Grid3<f64>, y: &mut Grid3<f64>, a: f64) {
+    pub fn axpy_3d(x: &Grid3<f64>, y: &mut Grid3<f64>, a: f64) {
         y[i, j, k] = a * x[i, j, k] + y[i, j, k];
     }
 
     /// vecAYPX over 3-D grids, in place: `y = x + a y` (CG's search direction update).
-    pub fn aypx3(x: &Grid3<f64>, y: &mut Grid3<f64>, a: f64) {
+    pub fn aypx_3d(x: &Grid3<f64>, y: &mut Grid3<f64>, a: f64) {
         y[i, j, k] = x[i, j, k] + a * y[i, j, k];
     }
 
@@ -175,9 +177,9 @@ pub fn norm2(x: &Grid1<f64>) -> crate::Result<f64> {
 ///
 /// # Errors
 /// As [`Launch::run`].
-pub fn dot3_of(x: &Grid3<f64>, y: &Grid3<f64>) -> crate::Result<f64> {
+pub fn dot_of_3d(x: &Grid3<f64>, y: &Grid3<f64>) -> crate::Result<f64> {
     let mut s = Sum::new();
-    dot3(x, y, &mut s).run()?;
+    dot_3d(x, y, &mut s).run()?;
     Ok(s.value())
 }
 
@@ -185,8 +187,8 @@ pub fn dot3_of(x: &Grid3<f64>, y: &Grid3<f64>) -> crate::Result<f64> {
 ///
 /// # Errors
 /// As [`Launch::run`].
-pub fn norm2_3(x: &Grid3<f64>) -> crate::Result<f64> {
+pub fn norm2_3d(x: &Grid3<f64>) -> crate::Result<f64> {
     let mut s = Sum::new();
-    norm2_squared3(x, &mut s).run()?;
+    norm2_squared_3d(x, &mut s).run()?;
     Ok(s.value().sqrt())
 }

@@ -54,9 +54,11 @@
 // crate, for the kernels of `kernels`.
 extern crate self as stencil;
 
+mod distribution;
 pub mod kernels;
 pub mod krylov;
 mod launch;
+mod loop_grid;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 #[cfg(feature = "output")]
@@ -73,14 +75,15 @@ pub use parse::parse;
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use stencil_core::schedule::{GpuVariant, MergeKind};
 pub use stencil_core::{
-    Backend, CpuSchedule, CpuStores, ElemType, Element, Error, ErrorKind, FieldView, FieldViewMut,
-    Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Max, Min, ReduceOp, ReductionTarget, Result,
-    Rotation, Schedule, Stencil, StepsJob, Sum, analysis, hash, interp, ir, random, reduce,
+    Backend, Capabilities, CpuSchedule, CpuStores, ElemType, Element, Error, ErrorKind, FieldView,
+    FieldViewMut, Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Max, Min, ReduceOp,
+    ReductionTarget, Result, Rotation, Schedule, Stencil, Sum, TimeLoop, analysis, hash, interp,
+    ir, random, reduce,
 };
 pub use stencil_cpu::{CpuBackend, PoolActivity};
 pub use stencil_macros::stencil;
 pub use stencil_tune::{TunePolicy, TuningCache};
-pub use steps::{StepState, Steps, StepsReport};
+pub use steps::{LoopReport, LoopState, Steps};
 pub use tuning::{TuneReport, TuningSource};
 pub use verify::{
     VerifyConfig, VerifyReport, verify, verify_steps, verify_steps_with, verify_with,
@@ -112,7 +115,7 @@ pub struct ReadmeDoctests;
 /// reduction result types.
 pub mod prelude {
     pub use crate::{
-        Boundary, Error, Grid, Grid1, Grid2, Grid3, Grid4, Launch, Max, Min, Side, StepState,
+        Boundary, Error, Grid, Grid1, Grid2, Grid3, Grid4, Launch, LoopState, Max, Min, Side,
         Steps, Sum, stencil,
     };
 }
@@ -121,7 +124,8 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::launch::Launch;
-    pub use crate::steps::{Steps, StepsGrid};
+    pub use crate::loop_grid::LoopGrid;
+    pub use crate::steps::Steps;
     pub use std::sync::LazyLock;
     pub use stencil_core::grid::Grid;
     pub use stencil_core::reduce;

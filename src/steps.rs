@@ -52,7 +52,7 @@
 //! loop's schedule (on the CPU: how many steps run per trip through memory, and the slab
 //! thickness and blocks they run on) or finds it in the tuning cache, as single sweeps are
 //! tuned ([`crate::tuning`]); its key also holds the class of the step count
-//! ([`steps_class`](stencil_core::steps::steps_class): fewer than 8, 64, 512 steps, or
+//! ([`steps_class`](stencil_core::time_loop::steps_class): fewer than 8, 64, 512 steps, or
 //! more), since the best blocking depends on it, and the single sweep's schedule. First the
 //! loop's single sweep is tuned (or found) on the first step's own job, which writes only the
 //! grids that step overwrites; then the blocked schedules are compared, in paired rounds,
@@ -63,32 +63,25 @@
 //! as the backend's [`steps_trial_shape`](Backend::steps_trial_shape) asks for), so tuning
 //! never changes the simulation; `quick` spends at most about 2 s on both
 //! ([`budget_seconds`](crate::tuning::budget_seconds); trials of
-//! [`trial_steps`](stencil_core::steps::trial_steps) steps: 16 for calls of 64 steps or
+//! [`trial_steps`](stencil_core::time_loop::trial_steps) steps: 16 for calls of 64 steps or
 //! more, else 8). Interiors under [`MIN_TUNED_POINTS`](crate::tuning::MIN_TUNED_POINTS)
 //! points and calls of fewer than 8 steps are not tuned under `quick`.
 
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use stencil_core::grid::{Boundary, Grid, Side};
-use stencil_core::steps::StepGrid;
+use stencil_core::grid::{Grid, Side};
+use stencil_core::time_loop::WrittenGrid;
 use stencil_core::{
     Backend, Element, Error, ErrorKind, FieldId, Kernel, Result, Role, Rotation, Schedule, Stencil,
-    StepsJob,
+    TimeLoop,
 };
 use stencil_cpu::CpuBackend;
 use stencil_tune::{TunePolicy, TuningCache};
 
+use crate::distribution::Distribution;
+use crate::loop_grid::LoopGrid;
 use crate::tuning::{self, CacheChoice, TuneReport, TuneSettings};
-
-/// A grid given to a time loop: read only, or read and written.
-#[doc(hidden)]
-pub enum StepsGrid<'g, T: Element, const D: usize> {
-    /// An input that does not rotate.
-    Read(&'g Grid<T, D>),
-    /// A grid that rotates or is written.
-    Write(&'g mut Grid<T, D>),
-}
 
 /// A time loop of a kernel: its grids, parameters, rotation, and optionally where and how to
 /// run it. Nothing happens until [`run`](Steps::run). See the [module documentation](self).
@@ -97,7 +90,7 @@ pub struct Steps<'g, T: Element, const D: usize> {
     stencil: &'g Stencil<T>,
     chains: Vec<Vec<String>>,
     /// Per kernel field (declaration order).
-    grids: Vec<Option<StepsGrid<'g, T, D>>>,
+    grids: Vec<Option<LoopGrid<'g, T, D>>>,
     params: Vec<Option<T>>,
     backend: Option<&'g dyn Backend<T>>,
     schedule: Option<Schedule>,
@@ -108,55 +101,6 @@ pub struct Steps<'g, T: Element, const D: usize> {
     error: Option<Error>,
 }
 
-/// What a time loop needs of a distributed domain (`stencil::mpi::Domain`, which implements
-/// it with the feature `mpi`): how many steps run per halo exchange, the exchanges of the
-/// grids a step reads (on their own, or overlapped with the step's sweep), the boundary
-/// conditions that apply on this rank, stop decisions combined over the ranks, and tuning
-/// shared between ranks of the same local shape.
-#[doc(hidden)]
-pub trait Distribution<T: Element, const D: usize> {
-    /// How many steps of `kernel` a time loop runs per exchange: `ghost / radius`, 1 for no
-    /// ghost zone, all for a kernel of radius 0; [`ErrorKind::BadArgument`] when the ghost
-    /// depth is neither 0 nor at least the kernel's radius.
-    fn steps_per_exchange(&self, kernel: &Kernel) -> Result<usize>;
-    /// Exchanges the grids the next step reads (`grids` per kernel field, every one bound):
-    /// every chain's inputs, and with `first` the coefficients bound mutably.
-    fn exchange_grids(
-        &self,
-        kernel: &Kernel,
-        rotation: &Rotation,
-        grids: &mut [Option<StepsGrid<'_, T, D>>],
-        first: bool,
-    ) -> Result<()>;
-    /// One step with no ghost zone, its exchange overlapped: the one grid the step must
-    /// exchange (a ping-pong's input) is exchanged while the owned box's inner part (points
-    /// more than the kernel's radius from every rank face) is swept; the shell follows once
-    /// the halo has arrived; the written grids' halos are filled on faces without a rank
-    /// behind them. The grids do not rotate (the caller rotates them when it succeeds).
-    /// `None` (nothing done) when the step exchanges other than exactly one grid.
-    fn overlapped_step(
-        &self,
-        stencil: &Stencil<T>,
-        rotation: &Rotation,
-        grids: &mut [Option<StepsGrid<'_, T, D>>],
-        params: &[T],
-        backend: &dyn Backend<T>,
-        schedule: &Schedule,
-    ) -> Option<Result<()>>;
-    /// The grid's (global) boundary conditions with rank faces made `UserManaged`.
-    fn local_faces(&self, faces: &[[Boundary<T>; 2]; D]) -> [[Boundary<T>; 2]; D];
-    /// Whether `local` holds on any rank (collective: every rank calls it at the same point of
-    /// the loop): a callback's decision to stop, made on one rank's data, stops every rank.
-    fn any_rank(&self, local: bool) -> bool;
-    /// Runs `choose` on one rank of every group of ranks with the same local `shape` and
-    /// gives its result to the group.
-    fn share_tuning(
-        &self,
-        shape: &[usize],
-        choose: &mut dyn FnMut() -> Result<TuneReport>,
-    ) -> Result<TuneReport>;
-}
-
 /// What [`Steps::every`] calls back, and how often.
 struct Every<'g, T: Element, const D: usize> {
     interval: usize,
@@ -165,19 +109,19 @@ struct Every<'g, T: Element, const D: usize> {
 
 /// A [`Steps::every`] callback.
 type Callback<'g, T, const D: usize> =
-    Box<dyn FnMut(&mut StepState<'_, T, D>) -> ControlFlow<()> + 'g>;
+    Box<dyn FnMut(&mut LoopState<'_, T, D>) -> ControlFlow<()> + 'g>;
 
 /// The state of a time loop between steps, as a [`Steps::every`] callback sees it: every grid
 /// by its name in the kernel (holding what the names hold after the steps so far, per the
 /// rotation) and the parameters, which the callback may change for the steps that follow.
-pub struct StepState<'s, T: Element, const D: usize> {
+pub struct LoopState<'s, T: Element, const D: usize> {
     kernel: &'s Kernel,
     step: usize,
     grids: Vec<&'s Grid<T, D>>,
     params: &'s mut [T],
 }
 
-impl<T: Element, const D: usize> StepState<'_, T, D> {
+impl<T: Element, const D: usize> LoopState<'_, T, D> {
     /// Steps done so far by this call of [`Steps::run`].
     pub fn step(&self) -> usize {
         self.step
@@ -213,7 +157,7 @@ impl<T: Element, const D: usize> StepState<'_, T, D> {
 
 /// What a call of [`Steps::run`] did.
 #[derive(Clone, Debug)]
-pub struct StepsReport {
+pub struct LoopReport {
     /// Steps run (the count asked for, unless a callback stopped the loop).
     pub steps: usize,
     /// Whether a callback stopped the loop early.
@@ -261,7 +205,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     pub fn from_macro(
         stencil: &'g Stencil<T>,
         chains: &[&[&str]],
-        grids: Vec<StepsGrid<'g, T, D>>,
+        grids: Vec<LoopGrid<'g, T, D>>,
         params: Vec<T>,
     ) -> Self {
         let mut steps = Steps::new(stencil);
@@ -286,7 +230,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     /// Binds the grid named `name`: one that rotates, or an output.
     pub fn grid(mut self, name: &str, grid: &'g mut Grid<T, D>) -> Self {
         match self.stencil.kernel().field_by_name(name) {
-            Some(field) => self.bind(field, name, StepsGrid::Write(grid)),
+            Some(field) => self.bind(field, name, LoopGrid::Write(grid)),
             None => {
                 let e = self.unknown(name, "grid");
                 self.fail(e);
@@ -298,7 +242,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     /// Binds the input named `name`, which does not rotate (a coefficient), read only.
     pub fn input(mut self, name: &str, grid: &'g Grid<T, D>) -> Self {
         match self.stencil.kernel().field_by_name(name) {
-            Some(field) => self.bind(field, name, StepsGrid::Read(grid)),
+            Some(field) => self.bind(field, name, LoopGrid::Read(grid)),
             None => {
                 let e = self.unknown(name, "grid");
                 self.fail(e);
@@ -397,7 +341,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
 
     /// Calls `callback` after every `interval` steps (and not after the last step unless it
     /// ends an interval), with the grids and parameters as they are then
-    /// ([`StepState`]); returning [`ControlFlow::Break`] stops the loop there. Steps between
+    /// ([`LoopState`]); returning [`ControlFlow::Break`] stops the loop there. Steps between
     /// callbacks still run blocked. An `interval` of 0 makes [`run`](Self::run) fail with
     /// [`ErrorKind::BadArgument`].
     ///
@@ -406,11 +350,11 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     /// ranks combine their decisions after each round of callbacks (one all-reduce), so a
     /// callback that decides on its rank's local data (a residual, a blow-up) never stops one
     /// rank alone and leaves the others waiting in the next exchange. Every rank's
-    /// [`StepsReport`] then has the same `steps` and `stopped`.
+    /// [`LoopReport`] then has the same `steps` and `stopped`.
     pub fn every(
         mut self,
         interval: usize,
-        callback: impl FnMut(&mut StepState<'_, T, D>) -> ControlFlow<()> + 'g,
+        callback: impl FnMut(&mut LoopState<'_, T, D>) -> ControlFlow<()> + 'g,
     ) -> Self {
         if interval == 0 {
             self.fail(Error::new(
@@ -447,7 +391,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     ///   filled and one of its boundary conditions depends on the interior.
     /// - [`ErrorKind::AliasedGrids`]: a grid the loop writes shares storage with another.
     /// - Backend errors.
-    pub fn run(mut self, steps: usize) -> Result<StepsReport> {
+    pub fn run(mut self, steps: usize) -> Result<LoopReport> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -494,7 +438,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 })
                 .min(per_exchange);
             let timer = Instant::now();
-            let overlap = done > 0 && per_exchange == 1 && backend.supports_regions();
+            let overlap = done > 0 && per_exchange == 1 && backend.capabilities().regions;
             let result = match self.across {
                 Some(across) if overlap => {
                     match across.overlapped_step(
@@ -534,7 +478,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 && since_callback == every.interval
             {
                 since_callback = 0;
-                let mut state = StepState {
+                let mut state = LoopState {
                     kernel,
                     step: done,
                     grids: self.grids.iter().map(|g| grid_ref(g)).collect(),
@@ -548,7 +492,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 }
             }
         }
-        Ok(StepsReport {
+        Ok(LoopReport {
             steps: done,
             stopped,
             tuning,
@@ -579,11 +523,11 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     }
 
     /// The validated job over the bound grids, as they are.
-    fn job<'s>(&'s mut self, rotation: &Rotation, params: &[T]) -> Result<StepsJob<'s, T>> {
+    fn job<'s>(&'s mut self, rotation: &Rotation, params: &[T]) -> Result<TimeLoop<'s, T>> {
         let kernel = self.stencil.kernel();
         let across = self.across;
-        let step_grid = |grid: &'s mut Grid<T, D>| step_grid(grid, across);
-        let mut chain_grids: Vec<Vec<Option<StepGrid<'_, T>>>> = rotation
+        let written_grid = |grid: &'s mut Grid<T, D>| written_grid(grid, across);
+        let mut chain_grids: Vec<Vec<Option<WrittenGrid<'_, T>>>> = rotation
             .chains()
             .iter()
             .map(|c| (0..c.len()).map(|_| None).collect())
@@ -597,12 +541,12 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 unreachable!("stencil steps: bindings checked before the job")
             };
             match (rotation.position(field), role, slot) {
-                (Some((c, p)), _, StepsGrid::Write(grid)) => {
-                    chain_grids[c][p] = Some(step_grid(grid));
+                (Some((c, p)), _, LoopGrid::Write(grid)) => {
+                    chain_grids[c][p] = Some(written_grid(grid));
                 }
-                (None, Role::Output, StepsGrid::Write(grid)) => lone.push(step_grid(grid)),
-                (None, Role::Input, StepsGrid::Write(grid)) => coefficients.push(grid.view()),
-                (None, _, StepsGrid::Read(grid)) => coefficients.push(grid.view()),
+                (None, Role::Output, LoopGrid::Write(grid)) => lone.push(written_grid(grid)),
+                (None, Role::Input, LoopGrid::Write(grid)) => coefficients.push(grid.view()),
+                (None, _, LoopGrid::Read(grid)) => coefficients.push(grid.view()),
                 _ => unreachable!("stencil steps: bindings checked before the job"),
             }
         }
@@ -610,7 +554,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
             .into_iter()
             .map(|c| c.into_iter().map(|g| g.expect("checked")).collect())
             .collect();
-        StepsJob::new(
+        TimeLoop::new(
             self.stencil,
             rotation.clone(),
             chains,
@@ -620,7 +564,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
         )
     }
 
-    /// Rotates each chain's grids by `done` steps (see [`StepsJob`]) and marks the halo of
+    /// Rotates each chain's grids by `done` steps (see [`TimeLoop`]) and marks the halo of
     /// every grid the loop wrote as filled.
     fn rotate_grids(&mut self, rotation: &Rotation, done: usize) {
         for chain in rotation.chains() {
@@ -636,7 +580,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                     } else {
                         (&mut low[chain[p].index()], &mut high[0])
                     };
-                    if let (Some(StepsGrid::Write(a)), Some(StepsGrid::Write(b))) = (a, b) {
+                    if let (Some(LoopGrid::Write(a)), Some(LoopGrid::Write(b))) = (a, b) {
                         std::mem::swap(&mut **a, &mut **b);
                     }
                 }
@@ -657,7 +601,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 }
                 None => kernel.fields[i].role == Role::Output,
             };
-            if let (true, Some(StepsGrid::Write(grid))) = (written, slot) {
+            if let (true, Some(LoopGrid::Write(grid))) = (written, slot) {
                 grid.mark_halo_filled();
             }
         }
@@ -697,7 +641,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 ));
             };
             let written = position.is_some() || field.role == Role::Output;
-            if written && matches!(grid, StepsGrid::Read(_)) {
+            if written && matches!(grid, LoopGrid::Read(_)) {
                 return Err(Error::new(
                     ErrorKind::BadArgument,
                     format!(
@@ -773,8 +717,8 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 .iter()
                 .zip(copies.iter_mut())
                 .map(|(slot, copy)| match slot {
-                    Some(StepsGrid::Write(_)) => Some(StepsGrid::Write(copy)),
-                    _ => Some(StepsGrid::Read(&*copy)),
+                    Some(LoopGrid::Write(_)) => Some(LoopGrid::Write(copy)),
+                    _ => Some(LoopGrid::Read(&*copy)),
                 })
                 .collect();
             let (_, result) = shadow.run_chunk(rotation, params, backend, schedule, trial_steps);
@@ -785,7 +729,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
         )
     }
 
-    fn bind(&mut self, field: FieldId, name: &str, grid: StepsGrid<'g, T, D>) {
+    fn bind(&mut self, field: FieldId, name: &str, grid: LoopGrid<'g, T, D>) {
         let slot = &mut self.grids[field.index()];
         if slot.is_some() {
             let e = Error::new(
@@ -818,11 +762,11 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
 
 /// The grid behind a bound slot (checked bound before use).
 fn grid_ref<'s, T: Element, const D: usize>(
-    slot: &'s Option<StepsGrid<'_, T, D>>,
+    slot: &'s Option<LoopGrid<'_, T, D>>,
 ) -> &'s Grid<T, D> {
     match slot {
-        Some(StepsGrid::Read(g)) => g,
-        Some(StepsGrid::Write(g)) => g,
+        Some(LoopGrid::Read(g)) => g,
+        Some(LoopGrid::Write(g)) => g,
         None => unreachable!("stencil steps: every grid is bound before it is read"),
     }
 }
@@ -850,16 +794,16 @@ fn leading_planes<T: Element, const D: usize>(
 
 /// A written grid as the job sees it: its storage (marked as written) and its faces (on
 /// distributed grids, those that apply on this rank).
-fn step_grid<'v, T: Element, const D: usize>(
+fn written_grid<'v, T: Element, const D: usize>(
     grid: &'v mut Grid<T, D>,
     across: Option<&dyn Distribution<T, D>>,
-) -> StepGrid<'v, T> {
+) -> WrittenGrid<'v, T> {
     let faces = match across {
         Some(across) => across.local_faces(grid.boundaries()).to_vec(),
         None => grid.boundaries().to_vec(),
     };
     let constant_faces_filled = grid.halo_filled();
-    StepGrid {
+    WrittenGrid {
         view: grid.time_loop_view(),
         faces,
         constant_faces_filled,

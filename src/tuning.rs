@@ -164,7 +164,7 @@ pub(crate) fn choose<T: Element>(
         }
     };
     let job = RefCell::new(job);
-    let check = !backend.is_reference();
+    let check = !backend.capabilities().reference;
     let report = engine::choose(
         &call,
         &target,
@@ -246,8 +246,8 @@ pub(crate) fn choose_steps<T: Element>(
 ) -> Result<TuneReport> {
     let kernel = stencil.kernel();
     let default = backend.default_schedule(kernel, shape);
-    let class = stencil_core::steps::steps_class(steps);
-    let trial_steps = stencil_core::steps::trial_steps(steps);
+    let class = stencil_core::time_loop::steps_class(steps);
+    let trial_steps = stencil_core::time_loop::trial_steps(steps);
     let trial_shape = backend.steps_trial_shape(kernel, shape, &sweep.schedule);
     let target = Target {
         backend: format!(

@@ -17,7 +17,7 @@
 //!
 //! The CG row, with 2 threads: one iteration of unpreconditioned CG on the 7-point Poisson
 //! operator at 256^3 (Dirichlet-0 halos) from the library's fused and in-place kernels
-//! (`poisson_apply_dot`, `axpy3` for x, `update_residual` with its norm, `aypx3` for p), per
+//! (`poisson_apply_dot`, `axpy_3d` for x, `update_residual` with its norm, `aypx_3d` for p), per
 //! iteration (median of `--repeats` after two warm-up iterations, the first of which tunes
 //! each kernel), with the copy timed after each iteration; its compulsory traffic is 11 grid
 //! passes (read p, write q | read p and x, write x | read q and r, write r | read r and p,
@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use stencil::krylov::{
-    axpy3, aypx3, dot, norm2_squared, poisson_apply_dot, update_residual, waxpy,
+    axpy_3d, aypx_3d, dot, norm2_squared, poisson_apply_dot, update_residual, waxpy,
 };
 use stencil::prelude::*;
 use stencil::{CpuBackend, TuneReport};
@@ -452,10 +452,10 @@ fn cg(section: &mut Section<'_>) -> KrylovRow {
     let mut q = grid3();
     let mut rr = {
         let mut s = Sum::new();
-        stencil::krylov::dot3(&r, &r, &mut s)
+        stencil::krylov::dot_3d(&r, &r, &mut s)
             .on(backend)
             .run()
-            .expect("bench: dot3");
+            .expect("bench: dot_3d");
         s.value()
     };
     let rr0 = rr;
@@ -467,13 +467,13 @@ fn cg(section: &mut Section<'_>) -> KrylovRow {
             .on(backend)
             .run_with_report()?;
         let alpha = rr / pq.value();
-        let b = axpy3(&p, &mut x, alpha).on(backend).run_with_report()?;
+        let b = axpy_3d(&p, &mut x, alpha).on(backend).run_with_report()?;
         let c = update_residual(&q, &mut r, &mut rr_next, alpha)
             .on(backend)
             .run_with_report()?;
         let beta = rr_next.value() / rr;
         rr = rr_next.value();
-        let d = aypx3(&r, &mut p, beta).on(backend).run_with_report()?;
+        let d = aypx_3d(&r, &mut p, beta).on(backend).run_with_report()?;
         if reports.is_empty() {
             reports.extend([a, b, c, d]);
         }

@@ -210,7 +210,7 @@ fn best_of_space(
         .filter(|p| space.schedule(p).is_some())
         .collect();
     points.extend(space.baselines.iter().cloned());
-    let trial_steps = stencil_core::steps::trial_steps(steps);
+    let trial_steps = stencil_core::time_loop::trial_steps(steps);
     let mut quick: Vec<(f64, Vec<usize>)> = points
         .iter()
         .map(|p| {

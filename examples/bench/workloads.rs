@@ -12,8 +12,8 @@
 use rayon::prelude::*;
 use stencil::prelude::*;
 use stencil::{
-    CpuBackend, CpuSchedule, Element, Geometry, Launch, PaddingReport, Schedule, Stencil, Steps,
-    StepsReport, TunePolicy, TuneReport, TuningCache,
+    CpuBackend, CpuSchedule, Element, Geometry, Launch, LoopReport, PaddingReport, Schedule,
+    Stencil, Steps, TunePolicy, TuneReport, TuningCache,
 };
 
 // The seeds' kernels, from the library: W1 is the 7-point Jacobi, W2 the 27-point one.
@@ -253,7 +253,7 @@ impl Workload {
     }
 
     /// Runs `steps` steps of the time loop with `imp`; for `Steps`, what it reported.
-    pub(crate) fn steps(&mut self, imp: StepsImp<'_>, steps: usize) -> Option<StepsReport> {
+    pub(crate) fn steps(&mut self, imp: StepsImp<'_>, steps: usize) -> Option<LoopReport> {
         let swap = |w: &mut Workload| std::mem::swap(&mut w.inputs[0], &mut w.outputs[0]);
         match imp {
             StepsImp::NaiveRayon(pool) => {
@@ -597,7 +597,7 @@ fn time_loop<const D: usize>(
     params: &[f64],
     (schedule, cache): (Option<Schedule>, &TuningCache),
     steps: usize,
-) -> stencil::Result<StepsReport> {
+) -> stencil::Result<LoopReport> {
     let mut s = Steps::new(stencil)
         .rotate(&["out", "u"])
         .on(backend)

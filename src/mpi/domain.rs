@@ -357,11 +357,6 @@ impl<const D: usize> Domain<D> {
     pub fn barrier(&self) {
         self.comm.barrier();
     }
-
-    /// The duplicate of the domain's communicator, as a plain communicator.
-    pub fn duplicate_communicator(&self) -> SimpleCommunicator {
-        self.comm.duplicate()
-    }
 }
 
 /// This rank's place among the ranks of `node` (the ranks on one machine) that may run on

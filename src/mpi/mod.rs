@@ -62,7 +62,7 @@
 //! the rank reaches it across a rank face (one grid holds the copy there). Sweeps and time
 //! loops across ranks therefore give the single-process result bit for bit in the owned
 //! boxes, whatever the rank count, for every kernel whose single-process result does not
-//! depend on the schedule (see [`crate::steps`]: all but retimed kernels).
+//! depend on the schedule (see [`Steps`](crate::Steps): all but retimed kernels).
 //!
 //! # Time loops
 //!

@@ -11,7 +11,8 @@ use stencil_core::{
 };
 
 use crate::TuneReport;
-use crate::steps::{Distribution, StepsGrid};
+use crate::distribution::Distribution;
+use crate::loop_grid::LoopGrid;
 
 use super::{Domain, MpiElement};
 
@@ -37,7 +38,7 @@ impl<T: MpiElement, const D: usize> Distribution<T, D> for Domain<D> {
         &self,
         kernel: &Kernel,
         rotation: &Rotation,
-        grids: &mut [Option<StepsGrid<'_, T, D>>],
+        grids: &mut [Option<LoopGrid<'_, T, D>>],
         first: bool,
     ) -> Result<()> {
         for (i, slot) in grids.iter_mut().enumerate() {
@@ -46,7 +47,7 @@ impl<T: MpiElement, const D: usize> Distribution<T, D> for Domain<D> {
                 Some((_, p)) => p >= 1,
                 None => first && kernel.field(field).role == Role::Input,
             };
-            if let (true, Some(StepsGrid::Write(grid))) = (read, slot) {
+            if let (true, Some(LoopGrid::Write(grid))) = (read, slot) {
                 self.exchange(grid)?;
             }
         }
@@ -57,7 +58,7 @@ impl<T: MpiElement, const D: usize> Distribution<T, D> for Domain<D> {
         &self,
         stencil: &Stencil<T>,
         rotation: &Rotation,
-        grids: &mut [Option<StepsGrid<'_, T, D>>],
+        grids: &mut [Option<LoopGrid<'_, T, D>>],
         params: &[T],
         backend: &dyn Backend<T>,
         schedule: &Schedule,
@@ -74,7 +75,7 @@ impl<T: MpiElement, const D: usize> Distribution<T, D> for Domain<D> {
             return None;
         };
         let radius = stencil_core::analysis::radius(kernel).max() as usize;
-        let Some(StepsGrid::Write(u)) = grids[iu].take() else {
+        let Some(LoopGrid::Write(u)) = grids[iu].take() else {
             unreachable!("stencil steps: rotating grids are bound mutably (checked)")
         };
         let shape = u.shape();
@@ -116,7 +117,7 @@ impl<T: MpiElement, const D: usize> Distribution<T, D> for Domain<D> {
                 }
             }
         }
-        grids[iu] = Some(StepsGrid::Write(u));
+        grids[iu] = Some(LoopGrid::Write(u));
         if let Err(e) = result {
             return Some(Err(e));
         }
@@ -127,7 +128,7 @@ impl<T: MpiElement, const D: usize> Distribution<T, D> for Domain<D> {
             if kernel.field(field).role != Role::Output {
                 continue;
             }
-            if let Some(StepsGrid::Write(grid)) = slot {
+            if let Some(LoopGrid::Write(grid)) = slot {
                 let faces = Domain::local_faces(self, grid.boundaries());
                 stencil_core::grid::fill_halo(&mut grid.time_loop_view(), &faces);
             }
@@ -163,7 +164,7 @@ impl<T: MpiElement, const D: usize> Distribution<T, D> for Domain<D> {
 #[allow(clippy::too_many_arguments)]
 fn sweep_box<T: Element, const D: usize>(
     stencil: &Stencil<T>,
-    slots: &mut [Option<StepsGrid<'_, T, D>>],
+    slots: &mut [Option<LoopGrid<'_, T, D>>],
     iu: usize,
     u: &Grid<T, D>,
     params: &[T],
@@ -182,9 +183,9 @@ fn sweep_box<T: Element, const D: usize>(
         let role = kernel.field(FieldId::new(i)).role;
         match (role, slot) {
             (Role::Input, _) if i == iu => inputs.push(u.view()),
-            (Role::Input, Some(StepsGrid::Read(g))) => inputs.push(g.view()),
-            (Role::Input, Some(StepsGrid::Write(g))) => inputs.push(g.view()),
-            (Role::Output, Some(StepsGrid::Write(g))) => outputs.push(g.kernel_output_view()),
+            (Role::Input, Some(LoopGrid::Read(g))) => inputs.push(g.view()),
+            (Role::Input, Some(LoopGrid::Write(g))) => inputs.push(g.view()),
+            (Role::Output, Some(LoopGrid::Write(g))) => outputs.push(g.kernel_output_view()),
             _ => unreachable!("stencil steps: bindings checked before the step"),
         }
     }

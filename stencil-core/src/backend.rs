@@ -1,239 +1,25 @@
-//! What a backend is: the [`Backend`] trait and the validated [`Job`] it runs.
+//! What a backend is: the [`Backend`] trait, the support check the facade makes before every
+//! run ([`check_support`]), and [`Job::set_region`], which asks the backend whether it runs
+//! regions.
 //!
-//! The facade validates a call once by building a [`Job`] (shapes, halos, dimension counts,
-//! argument counts); a backend receives only valid jobs and may rely on that geometry, which
-//! is what lets the CPU backend write output rows through raw pointers soundly.
+//! A backend receives only jobs validated by [`Job::new`] (`job.rs`) and time loops validated
+//! by [`TimeLoop::new`] (`time_loop.rs`), and may rely on their geometry.
 
-use crate::analysis::field_radius;
+use crate::capabilities::Capabilities;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Kernel;
+use crate::job::Job;
 use crate::schedule::{CacheSizes, Schedule, TuningSpace};
-use crate::stencil::Stencil;
-use crate::steps::StepsJob;
-use crate::view::{FieldView, FieldViewMut, Geometry};
+use crate::time_loop::TimeLoop;
 
-/// One validated kernel call: the stencil, its grids and its parameters.
-///
-/// Constructed only through [`Job::new`], which checks every precondition a backend relies
-/// on; fields are read through accessors.
-#[derive(Debug)]
-pub struct Job<'a, T: Element> {
-    stencil: &'a Stencil<T>,
-    inputs: Vec<FieldView<'a, T>>,
-    outputs: Vec<FieldViewMut<'a, T>>,
-    params: Vec<T>,
-    /// The reductions' results, set by the backend that runs the job.
-    reduced: Vec<Option<T>>,
-    /// The box of interior points to compute (`lo[d]..hi[d]`), when not the whole interior.
-    region: Option<([usize; crate::ir::MAX_DIMS], [usize; crate::ir::MAX_DIMS])>,
-}
-
-impl<'a, T: Element> Job<'a, T> {
-    /// Validates and bundles a call. `inputs`, `outputs` and `params` are in the kernel's
-    /// declaration order of each kind.
-    ///
-    /// # Errors
-    /// - [`ErrorKind::BadArgument`]: wrong number of inputs, outputs or parameters; a view
-    ///   whose geometry is not a grid's layout over exactly its storage
-    ///   ([`check_layout`](crate::view::check_layout)).
-    /// - [`ErrorKind::DimensionMismatch`]: a grid's dimension count differs from the kernel's.
-    /// - [`ErrorKind::ShapeMismatch`]: grids differ in interior shape.
-    /// - [`ErrorKind::HaloTooNarrow`]: an input's halo is narrower than that input's own
-    ///   reads reach ([`field_radius`]: an input read only at its own point needs no halo).
-    /// - [`ErrorKind::AliasedGrids`]: two grids share storage.
-    pub fn new(
-        stencil: &'a Stencil<T>,
-        inputs: Vec<FieldView<'a, T>>,
-        outputs: Vec<FieldViewMut<'a, T>>,
-        params: Vec<T>,
-    ) -> Result<Self> {
-        let kernel = stencil.kernel();
-        let count = |what: &str, expected: usize, found: usize| -> Result<()> {
-            if expected == found {
-                Ok(())
-            } else {
-                Err(Error::new(
-                    ErrorKind::BadArgument,
-                    format!(
-                        "kernel `{}` takes {expected} {what}, {found} given",
-                        kernel.name
-                    ),
-                ))
-            }
-        };
-        count("inputs", kernel.inputs().count(), inputs.len())?;
-        count("outputs", kernel.outputs().count(), outputs.len())?;
-        count("parameters", kernel.params.len(), params.len())?;
-
-        let names_in: Vec<&str> = kernel
-            .inputs()
-            .map(|f| kernel.field(f).name.as_str())
-            .collect();
-        let names_out: Vec<&str> = kernel
-            .outputs()
-            .map(|f| kernel.field(f).name.as_str())
-            .collect();
-        let geoms: Vec<(&str, Geometry)> = names_in
-            .iter()
-            .zip(&inputs)
-            .map(|(n, v)| (*n, v.geom))
-            .chain(names_out.iter().zip(&outputs).map(|(n, v)| (*n, v.geom)))
-            .collect();
-        for (name, len, geom) in names_in
-            .iter()
-            .zip(&inputs)
-            .map(|(n, v)| (*n, v.data.len(), &v.geom))
-            .chain(
-                names_out
-                    .iter()
-                    .zip(&outputs)
-                    .map(|(n, v)| (*n, v.data.len(), &v.geom)),
-            )
-        {
-            crate::view::check_layout::<T>(name, geom, len)?;
-        }
-        let Some(&(first_name, first)) = geoms.first() else {
-            return Err(Error::new(
-                ErrorKind::BadArgument,
-                format!("kernel `{}` takes no grid", kernel.name),
-            ));
-        };
-        for &(name, g) in &geoms {
-            if g.n_dims != kernel.n_dims {
-                return Err(Error::new(
-                    ErrorKind::DimensionMismatch,
-                    format!(
-                        "kernel `{}` is {}-D but grid `{name}` is {}-D",
-                        kernel.name, kernel.n_dims, g.n_dims
-                    ),
-                ));
-            }
-            if g.interior() != first.interior() {
-                return Err(Error::new(
-                    ErrorKind::ShapeMismatch,
-                    format!(
-                        "grid `{name}` has shape {:?} but grid `{first_name}` has shape {:?}",
-                        g.interior(),
-                        first.interior()
-                    ),
-                ));
-            }
-        }
-        for ((name, v), field) in names_in.iter().zip(&inputs).zip(kernel.inputs()) {
-            let reach = field_radius(kernel, field).max();
-            if (v.geom.halo as u64) < u64::from(reach) {
-                return Err(Error::new(
-                    ErrorKind::HaloTooNarrow,
-                    format!(
-                        "kernel `{}` reads input `{name}` up to {reach} points away but it has \
-                         a halo of {}: allocate it with `Grid::with_halo(shape, {reach})` \
-                         (`Grid::new` gives a halo of {})",
-                        kernel.name,
-                        v.geom.halo,
-                        crate::grid::DEFAULT_HALO
-                    ),
-                ));
-            }
-        }
-        // Inputs may share storage with each other (the same grid read twice); an output may
-        // share storage with nothing.
-        let ranges: Vec<(&str, bool, std::ops::Range<usize>)> = names_in
-            .iter()
-            .zip(&inputs)
-            .map(|(n, v)| (*n, false, v.data.as_ptr_range()))
-            .chain(
-                names_out
-                    .iter()
-                    .zip(&outputs)
-                    .map(|(n, v)| (*n, true, v.data.as_ptr_range())),
-            )
-            .map(|(n, out, r)| (n, out, r.start as usize..r.end as usize))
-            .collect();
-        for (a, (name_a, out_a, ra)) in ranges.iter().enumerate() {
-            for (name_b, out_b, rb) in &ranges[a + 1..] {
-                let overlap = ra.start < rb.end && rb.start < ra.end;
-                if overlap && (*out_a || *out_b) {
-                    return Err(Error::new(
-                        ErrorKind::AliasedGrids,
-                        format!("grids `{name_a}` and `{name_b}` share storage"),
-                    ));
-                }
-            }
-        }
-        Ok(Job {
-            stencil,
-            inputs,
-            outputs,
-            params,
-            reduced: vec![None; kernel.reductions.len()],
-            region: None,
-        })
-    }
-
-    /// The stencil being run.
-    pub fn stencil(&self) -> &'a Stencil<T> {
-        self.stencil
-    }
-
-    /// The kernel's IR.
-    pub fn kernel(&self) -> &'a Kernel {
-        self.stencil.kernel()
-    }
-
-    /// Interior shape of the iteration (common to all grids), first `n_dims` entries.
-    pub fn shape(&self) -> &[usize] {
-        match self.outputs.first() {
-            Some(out) => out.geom.interior(),
-            // `Job::new` saw at least one grid.
-            None => self.inputs[0].geom.interior(),
-        }
-    }
-
-    /// Stores the result of reduction number `reduction` (declaration order); a backend that
-    /// runs a kernel with reductions sets every one, combined in the order of
-    /// [`crate::reduce`].
-    ///
-    /// # Panics
-    /// If `reduction` is out of range (a backend bug).
-    pub fn set_reduction(&mut self, reduction: usize, value: T) {
-        self.reduced[reduction] = Some(value);
-    }
-
-    /// The reductions' results in declaration order, `None` where the backend set none.
-    pub fn reductions(&self) -> &[Option<T>] {
-        &self.reduced
-    }
-
-    /// Forgets the reductions' results (before a run whose results are wanted).
-    pub fn clear_reductions(&mut self) {
-        self.reduced.fill(None);
-    }
-
-    /// Input views, in declaration order.
-    pub fn inputs(&self) -> &[FieldView<'a, T>] {
-        &self.inputs
-    }
-
-    /// Output views, in declaration order.
-    pub fn outputs_mut(&mut self) -> &mut [FieldViewMut<'a, T>] {
-        &mut self.outputs
-    }
-
-    /// Output views, read-only.
-    pub fn outputs(&self) -> &[FieldViewMut<'a, T>] {
-        &self.outputs
-    }
-
-    /// Parameter values, in declaration order.
-    pub fn params(&self) -> &[T] {
-        &self.params
-    }
-
+/// Restricting a job to a region needs to know whether the backend runs regions, so it
+/// lives with the backend contract rather than with [`Job`]'s other methods.
+impl<T: Element> Job<'_, T> {
     /// Restricts the job to the box `lo[d]..hi[d]` of the interior (one entry per dimension)
     /// for a run on `backend`, which computes only the box's points and writes no other
     /// output point. An empty box computes nothing. Only a backend that
-    /// [supports regions](Backend::supports_regions) takes a region (another would compute
+    /// [runs regions](Capabilities::regions) takes a region (another would compute
     /// the whole interior): run the job on the backend named here.
     ///
     /// # Errors
@@ -250,74 +36,22 @@ impl<'a, T: Element> Job<'a, T> {
         lo: &[usize],
         hi: &[usize],
     ) -> Result<()> {
-        let shape = self.shape().to_vec();
-        let bad = lo.len() != shape.len()
-            || hi.len() != shape.len()
-            || lo
-                .iter()
-                .zip(hi)
-                .zip(&shape)
-                .any(|((&l, &h), &n)| l > h || h > n);
-        if bad {
-            return Err(Error::new(
-                ErrorKind::BadArgument,
-                format!("region {lo:?}..{hi:?} of an interior of shape {shape:?}"),
-            ));
-        }
-        if self.kernel().has_reductions() {
-            return Err(Error::new(
-                ErrorKind::BadArgument,
-                format!(
-                    "kernel `{}` has reductions, which cover the whole interior: it runs on no \
-                     region",
-                    self.kernel().name
-                ),
-            ));
-        }
-        if !backend.supports_regions() {
-            return Err(Error::new(
-                ErrorKind::BackendUnavailable,
-                format!(
-                    "kernel `{}`: backend `{}` does not run regions (it computes the whole \
-                     interior); run the job on the CPU backend, or without a region",
-                    self.kernel().name,
-                    backend.name()
-                ),
-            ));
-        }
-        let mut l = [0; crate::ir::MAX_DIMS];
-        let mut h = [1; crate::ir::MAX_DIMS];
-        l[..lo.len()].copy_from_slice(lo);
-        h[..hi.len()].copy_from_slice(hi);
-        self.region = Some((l, h));
-        Ok(())
-    }
-
-    /// The box of the interior to compute ([`set_region`](Self::set_region)), `None` for the
-    /// whole interior. Entries beyond the kernel's dimensions are `0..1`.
-    pub fn region(&self) -> Option<([usize; crate::ir::MAX_DIMS], [usize; crate::ir::MAX_DIMS])> {
-        self.region
-    }
-
-    /// Splits the job into its parts (inputs, outputs, parameters) for a backend that needs
-    /// to borrow them separately.
-    pub fn parts_mut(&mut self) -> (&[FieldView<'a, T>], &mut [FieldViewMut<'a, T>], &[T]) {
-        (&self.inputs, &mut self.outputs, &self.params)
+        self.restrict_to_region(backend.capabilities().regions, || backend.name(), lo, hi)
     }
 }
 
 /// `Ok` when `backend` can run `kernel`: [`ErrorKind::BackendUnavailable`] for a kernel with
-/// reductions on a backend that does not compute them ([`Backend::supports_reductions`]), or
+/// reductions on a backend that does not compute them ([`Capabilities::reductions`]), or
 /// one reading an output in place on a backend that does not run such kernels
-/// ([`Backend::supports_in_place`]). The facade calls it before every run.
+/// ([`Capabilities::in_place`]). The facade calls it before every run.
 ///
 /// # Errors
 /// As above, naming the kernel, the backend and what is missing.
 pub fn check_support<T: Element>(backend: &dyn Backend<T>, kernel: &Kernel) -> Result<()> {
-    let missing = if kernel.has_reductions() && !backend.supports_reductions() {
+    let capabilities = backend.capabilities();
+    let missing = if kernel.has_reductions() && !capabilities.reductions {
         "reductions"
-    } else if !crate::analysis::in_place_outputs(kernel).is_empty() && !backend.supports_in_place()
-    {
+    } else if !crate::analysis::in_place_outputs(kernel).is_empty() && !capabilities.in_place {
         "outputs read in place"
     } else {
         return Ok(());
@@ -360,34 +94,13 @@ pub trait Backend<T: Element>: Send + Sync {
         false
     }
 
-    /// Whether this backend honours [`Job::set_region`] (computes only the region's points).
-    /// The default is `false`: [`Job::set_region`] then refuses a region for this backend
-    /// with [`ErrorKind::BackendUnavailable`], so a region is never ignored.
-    fn supports_regions(&self) -> bool {
-        false
-    }
-
-    /// Whether this backend computes reductions ([`crate::reduce`]), setting every result with
-    /// [`Job::set_reduction`]. The default is `false`: [`check_support`] then refuses kernels
-    /// with reductions on this backend.
-    fn supports_reductions(&self) -> bool {
-        false
-    }
-
-    /// Whether this backend runs kernels that read an output in place (at offset zero, before
-    /// writing it: `y = a * x + y`). The default is `false`: [`check_support`] then refuses
-    /// such kernels on this backend.
-    fn supports_in_place(&self) -> bool {
-        false
-    }
-
-    /// Whether this backend is the reference that the tuner checks other backends against
-    /// (the CPU backend says `true`). A newly tuned winner of a backend that is not the
-    /// reference runs once more on the call's own data and is compared with the CPU backend's
-    /// result before it is cached; a winner that disagrees is rejected and reported (see
-    /// `TuneReport::rejected` in the `stencil` crate). The default is `false`.
-    fn is_reference(&self) -> bool {
-        false
+    /// What this backend computes beyond plain sweeps (regions, reductions, outputs read in
+    /// place) and whether it is the tuner's reference; see [`Capabilities`]. The default is
+    /// [`Capabilities::default`], all `false`: regions and such kernels are then refused
+    /// ([`Job::set_region`], [`check_support`]) and tuned winners are checked against the CPU
+    /// backend.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
     }
 
     /// Runs `job` under `schedule`: writes every interior point of every output, nothing else.
@@ -398,8 +111,8 @@ pub trait Backend<T: Element>: Send + Sync {
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()>;
 
     /// Runs `steps` more steps of the time loop `job` under `schedule`, leaving
-    /// [`StepsJob::done`] advanced by `steps`. Each step computes what [`run`](Self::run)
-    /// computes and fills the halo of every grid it wrote (see [`crate::steps`]); a backend may
+    /// [`TimeLoop::done`] advanced by `steps`. Each step computes what [`run`](Self::run)
+    /// computes and fills the halo of every grid it wrote (see [`crate::time_loop`]); a backend may
     /// run several steps per trip through memory (temporal blocking) as long as every value
     /// it leaves is the one the steps one after another leave, bit for bit. The default runs
     /// the steps one after another through [`run`](Self::run).
@@ -408,7 +121,7 @@ pub trait Backend<T: Element>: Send + Sync {
     /// As [`run`](Self::run); steps done before an error are counted in `job`.
     fn run_steps(
         &self,
-        job: &mut StepsJob<'_, T>,
+        job: &mut TimeLoop<'_, T>,
         schedule: &Schedule,
         steps: usize,
     ) -> Result<()> {
@@ -429,7 +142,7 @@ pub trait Backend<T: Element>: Send + Sync {
     /// The candidates the tuner may choose from for a time loop of `kernel` on an interior of
     /// `shape` running about `steps` steps per call, or `None` (the default) when time loops on
     /// this backend are not tuned (they then run [`default_schedule`](Self::default_schedule)).
-    /// Each trial runs [`trial_steps`](crate::steps::trial_steps)`(steps)` steps, which a
+    /// Each trial runs [`trial_steps`](crate::time_loop::trial_steps)`(steps)` steps, which a
     /// candidate's temporal blocking should divide. `sweep` is the schedule the loop's single
     /// sweep runs under (tuned or default): a backend should offer steps one after another
     /// under it as a [baseline](TuningSpace::baselines), so the tuned loop is never slower

@@ -6,20 +6,23 @@
 //! - [`interp`]: the reference interpreter, the oracle every backend is checked against;
 //! - [`grid`]: `Grid<T, D>` with halo, padding, alignment and boundary conditions;
 //! - [`Stencil`], [`Job`], [`Backend`], [`Schedule`]: what backends implement and receive;
+//!   [`Capabilities`]: what a backend computes beyond plain sweeps;
 //! - [`row`]: the contract between macro-generated CPU code and CPU backends;
 //! - [`reduce`]: the fixed order reductions combine in, and the result types;
-//! - [`steps`]: time loops ([`StepsJob`]: a kernel stepped with its grids rotating).
+//! - [`time_loop`]: time loops ([`TimeLoop`]: a kernel stepped with its grids rotating).
 //!
 //! This crate depends on no backend technology (no rayon, no CUDA, no syn).
 
 pub mod analysis;
 pub mod backend;
+pub mod capabilities;
 pub mod element;
 pub mod error;
 pub mod grid;
 pub mod hash;
 pub mod interp;
 pub mod ir;
+pub mod job;
 pub mod passes;
 pub mod printer;
 pub mod random;
@@ -29,11 +32,12 @@ pub mod row;
 pub mod schedule;
 pub mod simplify;
 pub mod stencil;
-pub mod steps;
+pub mod time_loop;
 pub mod verify;
 pub mod view;
 
-pub use backend::{Backend, Job, check_support};
+pub use backend::{Backend, check_support};
+pub use capabilities::Capabilities;
 pub use element::{ElemType, Element};
 pub use error::{Error, ErrorKind, Result};
 pub use grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
@@ -41,12 +45,13 @@ pub use ir::{
     BinaryOp, CmpOp, Expr, ExprId, Field, FieldId, Kernel, KernelBuilder, LetId, LogicOp, MAX_DIMS,
     MAX_RADIUS, Offset, Param, ParamId, ReduceOp, Reduction, ReductionId, Role, Stmt, UnaryOp,
 };
+pub use job::Job;
 pub use reduce::{Max, Min, ReductionTarget, Sum};
 pub use schedule::{
     CacheSizes, CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule,
     TuningSpace,
 };
 pub use stencil::{CpuLoop, Stencil};
-pub use steps::{Rotation, StepsJob};
+pub use time_loop::{Rotation, TimeLoop};
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};
 pub use view::{FieldView, FieldViewMut, Geometry};

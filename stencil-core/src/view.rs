@@ -345,6 +345,21 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_view_of_a_mutable_one_sees_its_writes() {
+        let geom = Geometry::new(&[3, 4], 1, 8).unwrap();
+        let mut data = vec![0.0f64; geom.len];
+        let mut view = FieldViewMut {
+            geom,
+            data: &mut data,
+        };
+        view.set(&[2, -1], 1.5);
+        let read = view.as_view();
+        assert_eq!(read.geom, geom);
+        assert_eq!(read.get(&[2, -1]), 1.5);
+        assert_eq!(read.get(&[0, 0]), 0.0);
+    }
+
+    #[test]
     fn empty_and_oversized_shapes_are_errors() {
         assert_eq!(
             Geometry::new(&[4, 0], 1, 8).unwrap_err().kind(),

@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use stencil_core::schedule::TuningSpace;
 use stencil_core::{
-    Backend, CpuSchedule, Element, Error, ErrorKind, Job, Kernel, MAX_DIMS, Result, Schedule,
+    Backend, Capabilities, CpuSchedule, Element, Error, ErrorKind, Job, Kernel, MAX_DIMS, Result,
+    Schedule,
 };
 
 use crate::generic::{GenericRun, Program};
@@ -23,12 +24,6 @@ use crate::pool::CpuBackend;
 use crate::reduce::{self, Reductions};
 use crate::schedules;
 use crate::specialised::SpecialisedRun;
-
-/// Jobs of fewer points (interior points times outputs) run on the calling thread: handing a
-/// job to the pool (waking a worker and waiting for it) costs about 10 us, more than
-/// computing 2^15 points does (the 7-point stencil on an 8^3 grid took 13 us per call through
-/// the pool and 3 us on the caller).
-pub const INLINE_POINTS: usize = 1 << 15;
 
 impl CpuBackend {
     /// The default schedule for an interior of `shape`: about four core blocks per thread, cut
@@ -69,83 +64,6 @@ impl CpuBackend {
     pub fn sample_cpu_schedules(&self, shape: &[usize]) -> Vec<CpuSchedule> {
         schedules::sample_schedules(shape, self.threads())
     }
-
-    /// Runs `block(scratch, index)` for every core block of `partition` on the worker that owns
-    /// it, each worker with scratch space from `scratch`; or, for a job of fewer than
-    /// [`INLINE_POINTS`] points (`points`), every block on the calling thread.
-    pub(crate) fn execute<S>(
-        &self,
-        partition: Partition,
-        points: usize,
-        scratch: impl Fn() -> S + Sync + Send,
-        block: impl Fn(&mut S, usize) + Sync + Send,
-    ) {
-        if points < INLINE_POINTS {
-            let mut s = scratch();
-            for w in 0..partition.workers() {
-                for b in partition.blocks_of(w) {
-                    block(&mut s, b);
-                }
-            }
-            return;
-        }
-        if self.threads() == 1 {
-            // A pool of one thread: run on it without a broadcast.
-            self.pool().install(|| {
-                let mut s = scratch();
-                for w in 0..partition.workers() {
-                    for b in partition.blocks_of(w) {
-                        block(&mut s, b);
-                    }
-                }
-            });
-            return;
-        }
-        let threads = self.threads();
-        let busy = (0..partition.workers())
-            .filter(|&w| partition.blocks_of(w).next().is_some())
-            .take(2)
-            .count();
-        if busy > 1 {
-            self.count_parallel_run();
-        }
-        self.pool().broadcast(|ctx| {
-            // Pool thread `i` runs the blocks of workers `i`, `i + threads`, ...: all of them
-            // when the schedule asks for no more workers than the pool has.
-            let mut s = None;
-            let mut w = ctx.index();
-            while w < partition.workers() {
-                let s = s.get_or_insert_with(&scratch);
-                for b in partition.blocks_of(w) {
-                    block(s, b);
-                }
-                w += threads;
-            }
-        });
-    }
-}
-
-impl CpuBackend {
-    /// Runs `work(w)` for every worker `w` in `0..workers` at once, each on its own pool
-    /// thread (`workers` at most the pool's size), or on the calling thread when `workers`
-    /// is 1.
-    pub(crate) fn on_workers(&self, workers: usize, work: impl Fn(usize) + Sync + Send) {
-        if workers <= 1 {
-            work(0);
-            return;
-        }
-        assert!(
-            workers <= self.threads(),
-            "stencil-cpu: {workers} workers on a pool of {}",
-            self.threads()
-        );
-        self.count_parallel_run();
-        self.pool().broadcast(|ctx| {
-            if ctx.index() < workers {
-                work(ctx.index());
-            }
-        });
-    }
 }
 
 impl<T: Element> Backend<T> for CpuBackend {
@@ -157,25 +75,17 @@ impl<T: Element> Backend<T> for CpuBackend {
         Schedule::Cpu(self.default_cpu_schedule(shape))
     }
 
-    /// `true`: other backends' tuned winners are checked against this backend's results.
-    /// Reductions are computed in the order of `stencil_core::reduce`, the same bits under
-    /// every schedule and thread count.
-    fn supports_reductions(&self) -> bool {
-        true
-    }
-
-    /// A region's box is tiled as the interior is, shifted to the box.
-    fn supports_regions(&self) -> bool {
-        true
-    }
-
-    /// Outputs read in place are read at each point before its store (plain stores).
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-
-    fn is_reference(&self) -> bool {
-        true
+    /// Everything: the reference other backends' tuned winners are checked against;
+    /// reductions computed in the order of `stencil_core::reduce` (the same bits under every
+    /// schedule and thread count); a region's box tiled as the interior is, shifted to the
+    /// box; outputs read in place read at each point before its store (plain stores).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            regions: true,
+            reductions: true,
+            in_place: true,
+            reference: true,
+        }
     }
 
     /// `true` except for the retimed loop (kernels whose stores are sums of partial sums that
@@ -236,12 +146,14 @@ impl<T: Element> Backend<T> for CpuBackend {
     /// As [`run`](Backend::run).
     fn run_steps(
         &self,
-        job: &mut stencil_core::StepsJob<'_, T>,
+        job: &mut stencil_core::TimeLoop<'_, T>,
         schedule: &Schedule,
         steps: usize,
     ) -> Result<()> {
         match schedule {
-            Schedule::Cpu(s) => self.cpu_run_steps(job, s, steps),
+            Schedule::Cpu(s) => self.cpu_run_steps(job, s, steps, |step| {
+                <Self as Backend<T>>::run(self, step, schedule)
+            }),
             other => Err(Error::new(
                 ErrorKind::InvalidSchedule,
                 format!("the CPU backend cannot run schedule {other:?}"),
@@ -257,7 +169,7 @@ impl<T: Element> Backend<T> for CpuBackend {
     /// ([`steps_trial_schedule`](Backend::steps_trial_schedule)), so `sweep` does not size
     /// the trial.
     fn steps_trial_shape(&self, kernel: &Kernel, shape: &[usize], _sweep: &Schedule) -> Vec<usize> {
-        crate::steps::trial_shape(crate::Machine::detect(), kernel, shape)
+        crate::time_loop::trial_shape(crate::Machine::detect(), kernel, shape)
     }
 
     /// Plain steps (depth 1 or less) whose core blocks of dimension 0 would leave a worker
@@ -333,7 +245,7 @@ impl<T: Element> Backend<T> for CpuBackend {
             Schedule::Cpu(s) => *s,
             _ => self.default_cpu_schedule(shape),
         };
-        Some(crate::steps::steps_tuning_space(
+        Some(crate::time_loop::steps_tuning_space(
             crate::Machine::detect(),
             kernel,
             shape,

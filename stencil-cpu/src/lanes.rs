@@ -19,7 +19,7 @@
 //! [`Lanes::load`], [`Lanes::store`] and [`Lanes::stream`] are bounds-checked against their
 //! slice, and a streaming store that finds its destination unaligned stores plainly. The
 //! retimed loop's vector loop is [`sweep`]: it checks every length and alignment once, then
-//! runs unchecked [`Lanes::load_at`] / [`Lanes::store_at`] around the kernel's [`Step`].
+//! runs unchecked [`Lanes::load_at`] / [`Lanes::store_at`] around the kernel's [`VectorBody`].
 
 /// A vector of `N` lanes of one element type: the operations the retimed loop uses.
 pub trait Lanes: Copy {
@@ -102,7 +102,7 @@ pub fn prefetch_lines<T>(data: &[T]) {
 /// The arithmetic of one vector of a [`sweep`]: the kernel's part of the loop, with whatever
 /// it carries from one vector to the next (a generated type whose `step` is
 /// `#[inline(always)]`, so the loop compiles to one body).
-pub trait Step<V, const M: usize, const K: usize> {
+pub trait VectorBody<V, const M: usize, const K: usize> {
     /// The output vectors of the point vector whose input vectors (one vector ahead, see
     /// [`sweep`]) are `inputs`.
     fn step(&mut self, inputs: [V; M]) -> [V; K];
@@ -131,7 +131,7 @@ pub fn sweep<V: Lanes, const M: usize, const K: usize, const P: usize>(
     outputs: [&mut [V::Elem]; K],
     prefetch: [&[V::Elem]; P],
     streaming: bool,
-    step: impl Step<V, M, K>,
+    step: impl VectorBody<V, M, K>,
 ) -> bool {
     let Some(first) = outputs.first() else {
         return false;
@@ -199,7 +199,7 @@ unsafe fn sweep_unchecked<
     inputs: [*const V::Elem; M],
     outputs: [*mut V::Elem; K],
     prefetch: [*const V::Elem; P],
-    mut step: impl Step<V, M, K>,
+    mut step: impl VectorBody<V, M, K>,
 ) {
     for k in 0..n {
         let at = k * V::N;
@@ -801,7 +801,7 @@ mod tests {
         two: V,
     }
 
-    impl<V: Lanes> Step<V, 2, 2> for Carry<V> {
+    impl<V: Lanes> VectorBody<V, 2, 2> for Carry<V> {
         fn step(&mut self, [a, b]: [V; 2]) -> [V; 2] {
             let prev = std::mem::replace(&mut self.prev, a);
             [a.mul_add(self.two, b), prev]

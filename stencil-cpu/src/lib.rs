@@ -23,7 +23,7 @@
 //! through raw pointers (`output_rows`), each row slice handed out exactly once. Inputs are
 //! read through bounds-checked slices of exactly the row segments read (`input_rows`), never
 //! a slice over a whole grid: a time loop's skewed tiles read a grid while other workers write
-//! other rows of it, and lend each tile only the rows it reads (the `steps` module's
+//! other rows of it, and lend each tile only the rows it reads (the `time_loop` module's
 //! "Unsafe").
 
 mod backend;
@@ -39,18 +39,19 @@ mod reduce;
 mod schedules;
 mod space;
 mod specialised;
-mod steps;
 mod streaming;
 mod tiling;
+mod time_loop;
 
-pub use backend::INLINE_POINTS;
 pub use machine::{Machine, Topology, cpu_fingerprint, set_cache_sharers, set_measured_caches};
 pub use partition::Partition;
-pub use pool::{CpuBackend, PoolActivity, THREADS_ENV, allowed_cpus, core_share, set_core_share};
+pub use pool::{
+    CpuBackend, INLINE_POINTS, PoolActivity, THREADS_ENV, allowed_cpus, core_share, set_core_share,
+};
 pub use schedules::{
     AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, LONG_ROW_REGISTER_ROWS, MIN_1D_CHUNK,
 };
 pub use space::ScheduleSpace;
 pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS};
-pub use steps::{DEFAULT_TILE, DEFAULT_TIME_DEPTH, TIME_DEPTHS};
 pub use streaming::{LINE_BYTES, StreamWidth, stream_line};
+pub use time_loop::{DEFAULT_TILE, DEFAULT_TIME_DEPTH, TIME_DEPTHS};

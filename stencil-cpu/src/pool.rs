@@ -1,4 +1,7 @@
-//! [`CpuBackend`]: the CPU backend's own pinned rayon thread pool and its constructors.
+//! [`CpuBackend`]: the CPU backend's own pinned rayon thread pool, its constructors, and the
+//! two ways work reaches it: core blocks on their owning workers (`execute`, or the calling
+//! thread under [`INLINE_POINTS`] points) and one task per worker (`on_workers`), which the
+//! sweeps (`backend`) and the time loop's executors (`time_loop`) both call.
 //!
 //! Each backend owns a rayon `ThreadPool` (never rayon's global pool, so a user's own rayon
 //! work does not compete with it for the same workers). Worker `i` is pinned to the `i`-th core
@@ -17,7 +20,7 @@
 //! [`Topology::placement`]: crate::Topology::placement
 //! [`Topology::share`]: crate::Topology::share
 //!
-//! How a job is cut into tiles and spread over the pool lives in `backend`.
+//! How a job is cut into tiles lives in `backend`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -25,8 +28,16 @@ use std::sync::{Mutex, OnceLock};
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use stencil_core::{Error, ErrorKind, Result};
 
+use crate::partition::Partition;
+
 /// Environment variable read by [`CpuBackend::global`]: a positive thread count.
 pub const THREADS_ENV: &str = "STENCIL_THREADS";
+
+/// Jobs of fewer points (interior points times outputs) run on the calling thread: handing a
+/// job to the pool (waking a worker and waiting for it) costs about 10 us, more than
+/// computing 2^15 points does (the 7-point stencil on an 8^3 grid took 13 us per call through
+/// the pool and 3 us on the caller).
+pub const INLINE_POINTS: usize = 1 << 15;
 
 /// This process's share of the cores it may run on: `(index, count)` ([`set_core_share`]).
 static CORE_SHARE: Mutex<(usize, usize)> = Mutex::new((0, 1));
@@ -91,7 +102,7 @@ pub struct CpuBackend {
 
 /// What a [`CpuBackend`] has run on its pool since it was built ([`CpuBackend::activity`]):
 /// for a test that must know its cases reached the pool, its partitions, tiles and barriers
-/// (jobs under [`INLINE_POINTS`](crate::INLINE_POINTS) points run on the calling thread).
+/// (jobs under [`INLINE_POINTS`] points run on the calling thread).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolActivity {
@@ -268,6 +279,84 @@ fn threads_from_env(value: Option<&str>) -> usize {
     value
         .and_then(|v| v.trim().parse::<usize>().ok())
         .unwrap_or(0)
+}
+
+/// Running work on the pool: core blocks on their owning workers, or one task per worker.
+impl CpuBackend {
+    /// Runs `block(scratch, index)` for every core block of `partition` on the worker that owns
+    /// it, each worker with scratch space from `scratch`; or, for a job of fewer than
+    /// [`INLINE_POINTS`] points (`points`), every block on the calling thread.
+    pub(crate) fn execute<S>(
+        &self,
+        partition: Partition,
+        points: usize,
+        scratch: impl Fn() -> S + Sync + Send,
+        block: impl Fn(&mut S, usize) + Sync + Send,
+    ) {
+        if points < INLINE_POINTS {
+            let mut s = scratch();
+            for w in 0..partition.workers() {
+                for b in partition.blocks_of(w) {
+                    block(&mut s, b);
+                }
+            }
+            return;
+        }
+        if self.threads() == 1 {
+            // A pool of one thread: run on it without a broadcast.
+            self.pool().install(|| {
+                let mut s = scratch();
+                for w in 0..partition.workers() {
+                    for b in partition.blocks_of(w) {
+                        block(&mut s, b);
+                    }
+                }
+            });
+            return;
+        }
+        let threads = self.threads();
+        let busy = (0..partition.workers())
+            .filter(|&w| partition.blocks_of(w).next().is_some())
+            .take(2)
+            .count();
+        if busy > 1 {
+            self.count_parallel_run();
+        }
+        self.pool().broadcast(|ctx| {
+            // Pool thread `i` runs the blocks of workers `i`, `i + threads`, ...: all of them
+            // when the schedule asks for no more workers than the pool has.
+            let mut s = None;
+            let mut w = ctx.index();
+            while w < partition.workers() {
+                let s = s.get_or_insert_with(&scratch);
+                for b in partition.blocks_of(w) {
+                    block(s, b);
+                }
+                w += threads;
+            }
+        });
+    }
+
+    /// Runs `work(w)` for every worker `w` in `0..workers` at once, each on its own pool
+    /// thread (`workers` at most the pool's size), or on the calling thread when `workers`
+    /// is 1.
+    pub(crate) fn on_workers(&self, workers: usize, work: impl Fn(usize) + Sync + Send) {
+        if workers <= 1 {
+            work(0);
+            return;
+        }
+        assert!(
+            workers <= self.threads(),
+            "stencil-cpu: {workers} workers on a pool of {}",
+            self.threads()
+        );
+        self.count_parallel_run();
+        self.pool().broadcast(|ctx| {
+            if ctx.index() < workers {
+                work(ctx.index());
+            }
+        });
+    }
 }
 
 #[cfg(test)]

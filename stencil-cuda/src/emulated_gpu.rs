@@ -11,9 +11,9 @@
 //! Outputs are uploaded with their current values, so kernels that read an output in place
 //! (`y = a * x + y`) run as on the CPU.
 
-use stencil_core::backend::{Backend, Job};
 use stencil_core::ir::{Kernel, Role};
 use stencil_core::schedule::Schedule;
+use stencil_core::{Backend, Job};
 use stencil_core::{ElemType, Element, Error, ErrorKind, Geometry, Result};
 
 use crate::caps::{default_schedule, sample_schedules};
@@ -255,7 +255,7 @@ impl<T: Element> Backend<T> for EmulatedGpu {
     /// run in the emulator.
     fn run_steps(
         &self,
-        job: &mut stencil_core::StepsJob<'_, T>,
+        job: &mut stencil_core::TimeLoop<'_, T>,
         schedule: &Schedule,
         steps: usize,
     ) -> Result<()> {
@@ -302,15 +302,16 @@ impl<T: Element> Backend<T> for EmulatedGpu {
         out.into_iter().map(Schedule::Gpu).collect()
     }
 
-    fn supports_reductions(&self) -> bool {
-        true
-    }
-
-    /// Outputs read in place (`y = a * x + y`): every output is uploaded with its values, and
-    /// every variant reads it at the point it stores, before the store (see the `codegen`
-    /// module), so each point sees the value from before the sweep.
-    fn supports_in_place(&self) -> bool {
-        true
+    /// Reductions, and outputs read in place (`y = a * x + y`): every output is uploaded with
+    /// its values, and every variant reads it at the point it stores, before the store (see
+    /// the `codegen` module), so each point sees the value from before the sweep. No regions:
+    /// every launch computes the whole interior.
+    fn capabilities(&self) -> stencil_core::Capabilities {
+        stencil_core::Capabilities {
+            reductions: true,
+            in_place: true,
+            ..stencil_core::Capabilities::default()
+        }
     }
 
     fn run(&self, job: &mut Job<'_, T>, schedule: &Schedule) -> Result<()> {

@@ -20,8 +20,8 @@
 
 use stencil_core::grid::Boundary;
 use stencil_core::schedule::GpuSchedule;
-use stencil_core::steps::FieldSlot;
-use stencil_core::{Element, Error, ErrorKind, Geometry, Result, StepsJob};
+use stencil_core::time_loop::FieldSlot;
+use stencil_core::{Element, Error, ErrorKind, Geometry, Result, TimeLoop};
 
 use crate::codegen::{self, FusedPair, GeneratedKernel, halo::HaloPlan};
 
@@ -60,7 +60,7 @@ pub(crate) fn launch_plan(steps: usize, fused: bool) -> Vec<bool> {
 /// The ping-pong pair of `job` when `schedule` asks for fused steps and the job allows them
 /// (see the module documentation).
 pub(crate) fn fused_pair<T: Element>(
-    job: &StepsJob<'_, T>,
+    job: &TimeLoop<'_, T>,
     schedule: &GpuSchedule,
 ) -> Option<FusedPair> {
     let kernel = job.kernel();
@@ -199,7 +199,7 @@ impl<T: Element> Launches<T> {
 pub(crate) fn drive<T: Element>(
     memory: &mut dyn StepMemory<T>,
     arch: u32,
-    job: &mut StepsJob<'_, T>,
+    job: &mut TimeLoop<'_, T>,
     schedule: &GpuSchedule,
     steps: usize,
 ) -> Result<()> {

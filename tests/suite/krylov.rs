@@ -31,11 +31,11 @@ fn every_kernel_verifies() {
     verify(aypx_f32::stencil()).unwrap();
     verify(waxpy_f32::stencil()).unwrap();
     verify(maxpy3_f32::stencil()).unwrap();
-    verify(dot3::stencil()).unwrap();
-    verify(norm2_squared3::stencil()).unwrap();
-    verify(waxpy3::stencil()).unwrap();
-    verify(axpy3::stencil()).unwrap();
-    verify(aypx3::stencil()).unwrap();
+    verify(dot_3d::stencil()).unwrap();
+    verify(norm2_squared_3d::stencil()).unwrap();
+    verify(waxpy_3d::stencil()).unwrap();
+    verify(axpy_3d::stencil()).unwrap();
+    verify(aypx_3d::stencil()).unwrap();
     verify(poisson_apply_dot::stencil()).unwrap();
     verify(residual_update_norm::stencil()).unwrap();
     verify(update_residual::stencil()).unwrap();
@@ -53,7 +53,7 @@ fn in_place_kernels_verify_on_the_emulated_gpu_too() {
     for report in [
         verify(update_residual::stencil()).unwrap(),
         verify(maxpy3_f32::stencil()).unwrap(),
-        verify(aypx3::stencil()).unwrap(),
+        verify(aypx_3d::stencil()).unwrap(),
     ] {
         assert!(
             report.backends.iter().any(|b| b == "ptx-emulator"),
@@ -112,19 +112,19 @@ fn conjugate_gradient_from_the_kernels_solves_the_discrete_poisson_problem() {
     let mut r = b.clone();
     let mut p = b.clone();
     let mut q = grid();
-    let mut rr = norm2_3(&r).unwrap().powi(2);
+    let mut rr = norm2_3d(&r).unwrap().powi(2);
     let rr0 = rr;
     let mut iterations = 0;
     while rr > 1e-24 * rr0 {
         let mut pq = Sum::new();
         poisson_apply_dot(&p, &mut q, &mut pq).run().unwrap();
         let alpha = rr / pq.value();
-        axpy3(&p, &mut x, alpha).run().unwrap();
+        axpy_3d(&p, &mut x, alpha).run().unwrap();
         let mut rr_next = Sum::new();
         update_residual(&q, &mut r, &mut rr_next, alpha)
             .run()
             .unwrap();
-        aypx3(&r, &mut p, rr_next.value() / rr).run().unwrap();
+        aypx_3d(&r, &mut p, rr_next.value() / rr).run().unwrap();
         rr = rr_next.value();
         iterations += 1;
         assert!(iterations < 500, "CG did not converge");

@@ -5,7 +5,7 @@
 
 use stencil::prelude::*;
 use stencil::{
-    Backend, CpuBackend, Element, ErrorKind, FieldViewMut, Job, Kernel, Schedule, StepsJob,
+    Backend, CpuBackend, Element, ErrorKind, FieldViewMut, Job, Kernel, Schedule, TimeLoop,
     VerifyConfig, verify_steps_with, verify_with,
 };
 
@@ -382,7 +382,7 @@ impl Backend<f64> for OnSeveralWorkers {
     }
     fn run_steps(
         &self,
-        job: &mut StepsJob<'_, f64>,
+        job: &mut TimeLoop<'_, f64>,
         s: &Schedule,
         steps: usize,
     ) -> stencil::Result<()> {

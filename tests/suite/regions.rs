@@ -102,7 +102,7 @@ fn a_backend_that_does_not_run_regions_refuses_one_instead_of_ignoring_it() {
     // The PTX emulator computes the whole interior: given a region, it would write points
     // outside it.
     let emulated = EmulatedGpu::new();
-    assert!(!<EmulatedGpu as Backend<f64>>::supports_regions(&emulated));
+    assert!(!<EmulatedGpu as Backend<f64>>::capabilities(&emulated).regions);
     let u = Grid3::<f64>::with_halo([4, 4, 4], 1).unwrap();
     let mut out = u.like();
     let mut job = Job::new(

@@ -948,7 +948,7 @@ impl stencil::Backend<f64> for ForgetsHalos {
     }
     fn run_steps(
         &self,
-        job: &mut stencil::StepsJob<'_, f64>,
+        job: &mut stencil::TimeLoop<'_, f64>,
         s: &Schedule,
         steps: usize,
     ) -> stencil::Result<()> {

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use stencil::prelude::*;
-use stencil::{CpuSchedule, Schedule, StepsReport, TunePolicy, TuningCache, TuningSource};
+use stencil::{CpuSchedule, LoopReport, Schedule, TunePolicy, TuningCache, TuningSource};
 
 use crate::common;
 use common::heat;
@@ -16,7 +16,7 @@ const ROLE_VAR: &str = "STENCIL_STEPS_TUNING_TEST_ROLE";
 const CACHE_VAR: &str = "STENCIL_STEPS_TUNING_TEST_CACHE";
 
 /// `steps` steps of the time loop on `u` (and `out`), tuned with the cache at `path`.
-fn time_loop(u: &mut Grid3<f64>, out: &mut Grid3<f64>, steps: usize, path: &Path) -> StepsReport {
+fn time_loop(u: &mut Grid3<f64>, out: &mut Grid3<f64>, steps: usize, path: &Path) -> LoopReport {
     Steps::new(heat::stencil())
         .rotate(&["out", "u"])
         .grid("u", u)

@@ -334,8 +334,11 @@ impl Backend<f64> for WrongReduction {
     fn sample_schedules(&self, _: &Kernel, _: &[usize]) -> Vec<Schedule> {
         self.schedules.to_vec()
     }
-    fn supports_reductions(&self) -> bool {
-        true
+    fn capabilities(&self) -> stencil::Capabilities {
+        stencil::Capabilities {
+            reductions: true,
+            ..stencil::Capabilities::default()
+        }
     }
     fn run(&self, job: &mut Job<'_, f64>, schedule: &Schedule) -> stencil::Result<()> {
         let wrong = *schedule == self.schedules[1];

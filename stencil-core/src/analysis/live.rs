@@ -99,5 +99,7 @@ mod tests {
         assert_eq!(l.exprs, vec![true, false, false, true, true, true]);
         assert_eq!(l.lets, vec![true, false]);
         assert_eq!(l.n_live(), 4);
+        let live: Vec<bool> = (0..7).map(|e| l.is_live(ExprId::new(e))).collect();
+        assert_eq!(live, vec![true, false, false, true, true, true, false]);
     }
 }

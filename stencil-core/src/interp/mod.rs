@@ -19,11 +19,11 @@ pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
 
-use crate::backend::Job;
 use crate::element::Element;
 use crate::ir::{
     BinaryOp, CmpOp, Expr, ExprId, Kernel, LogicOp, MAX_DIMS, ReduceOp, Role, Stmt, UnaryOp,
 };
+use crate::job::Job;
 use crate::reduce;
 use crate::view::{FieldView, FieldViewMut, Geometry};
 

@@ -4,9 +4,9 @@
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use stencil_core::backend::{Backend, Job};
 use stencil_core::ir::{Kernel, Role};
 use stencil_core::schedule::{Schedule, Searchable, TuningSpace};
+use stencil_core::{Backend, Job};
 use stencil_core::{Error, ErrorKind, Result};
 
 use super::{CudaDevice, GpuElement, driver_error};
@@ -96,7 +96,7 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
     /// 2 and the rotation allows (see [`CudaDevice::run_steps`] for device-resident grids).
     fn run_steps(
         &self,
-        job: &mut stencil_core::StepsJob<'_, T>,
+        job: &mut stencil_core::TimeLoop<'_, T>,
         schedule: &Schedule,
         steps: usize,
     ) -> Result<()> {
@@ -109,15 +109,16 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
         crate::steps::drive(&mut memory, arch, job, schedule, steps)
     }
 
-    fn supports_reductions(&self) -> bool {
-        true
-    }
-
-    /// Outputs read in place (`y = a * x + y`): every output is uploaded with its values, and
-    /// every variant reads it at the point it stores, before the store (see the `codegen`
-    /// module), so each point sees the value from before the sweep.
-    fn supports_in_place(&self) -> bool {
-        true
+    /// Reductions, and outputs read in place (`y = a * x + y`): every output is uploaded with
+    /// its values, and every variant reads it at the point it stores, before the store (see
+    /// the `codegen` module), so each point sees the value from before the sweep. No regions:
+    /// every launch computes the whole interior.
+    fn capabilities(&self) -> stencil_core::Capabilities {
+        stencil_core::Capabilities {
+            reductions: true,
+            in_place: true,
+            ..stencil_core::Capabilities::default()
+        }
     }
 
     /// Uploads the job's grids, launches, downloads the outputs; for a kernel with reductions

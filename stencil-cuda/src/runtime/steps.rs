@@ -10,7 +10,7 @@ use cudarc::nvrtc::Ptx;
 use stencil_core::grid::Boundary;
 use stencil_core::ir::Role;
 use stencil_core::schedule::GpuSchedule;
-use stencil_core::steps::FieldSlot;
+use stencil_core::time_loop::FieldSlot;
 use stencil_core::{Error, ErrorKind, Result, Rotation, Stencil};
 
 use super::grid::DeviceHaloPlan;
@@ -158,7 +158,7 @@ pub enum DeviceField<'g, T: GpuElement, const D: usize> {
 
 impl CudaDevice {
     /// Runs `steps` steps of `stencil` on device-resident grids, their rotation given by
-    /// `rotation` (see `stencil_core::steps`): `fields` holds one grid per kernel field in
+    /// `rotation` (see `stencil_core::time_loop`): `fields` holds one grid per kernel field in
     /// declaration order. No data crosses to the host. Each step's written grids get their
     /// halos filled on the device from their boundary conditions; when `schedule.time_steps`
     /// is 2 and the rotation allows (a ping-pong pair with the same constant faces, one

@@ -15,10 +15,10 @@ use crate::{ARCHS, quick_or_full, rotated};
 
 use common::ptxas::{assemble, assemble_batched, ptxas};
 use stencil::{VerifyConfig, verify_with};
-use stencil_core::backend::{Backend, Job, check_support};
 use stencil_core::ir::{Kernel, ReduceOp};
 use stencil_core::rng::Rng;
 use stencil_core::schedule::{GpuSchedule, GpuVariant, Schedule};
+use stencil_core::{Backend, Job, check_support};
 use stencil_core::{
     ElemType, Element, ErrorKind, FieldView, FieldViewMut, Geometry, KernelBuilder, Role, Stencil,
     interp,
@@ -452,10 +452,8 @@ fn an_output_read_in_place_has_no_shared_tile() {
 fn the_gpu_backends_run_in_place_kernels_and_fused_steps_refuse_them() {
     let kernel = axpy(ElemType::F64);
     let gpu = EmulatedGpu::new();
-    assert!(<EmulatedGpu as Backend<f64>>::supports_in_place(&gpu));
-    assert!(<CudaBackend as Backend<f64>>::supports_in_place(
-        &CudaBackend::new()
-    ));
+    assert!(<EmulatedGpu as Backend<f64>>::capabilities(&gpu).in_place);
+    assert!(<CudaBackend as Backend<f64>>::capabilities(&CudaBackend::new()).in_place);
     check_support::<f64>(&gpu, &kernel).expect("the emulator runs in-place kernels");
     // Through `verify`, every sampled schedule against the interpreter.
     let stencil = Stencil::<f64>::new(kernel.clone()).expect("stencil");

@@ -13,10 +13,10 @@ use crate::{ARCHS, quick_or_full, rotated};
 
 use common::ptxas::{assemble, ptxas};
 use stencil::{VerifyConfig, verify_with};
-use stencil_core::backend::{Backend, Job};
 use stencil_core::ir::{Kernel, ReduceOp};
 use stencil_core::rng::Rng;
 use stencil_core::schedule::{GpuSchedule, GpuVariant, MergeKind, Schedule};
+use stencil_core::{Backend, Job};
 use stencil_core::{
     ElemType, Element, ErrorKind, FieldView, FieldViewMut, Geometry, KernelBuilder,
 };

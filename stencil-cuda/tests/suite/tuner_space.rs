@@ -240,7 +240,7 @@ impl<T: Element> Backend<T> for Space {
     }
     fn run_steps(
         &self,
-        job: &mut stencil_core::StepsJob<'_, T>,
+        job: &mut stencil_core::TimeLoop<'_, T>,
         schedule: &Schedule,
         steps: usize,
     ) -> stencil::Result<()> {

@@ -401,9 +401,9 @@ pub(crate) fn kernel(model: &model::Kernel, kernel: &Kernel) -> TokenStream {
                 let name = &a.name;
                 let unraw = syn::ext::IdentExt::unraw(name).to_string();
                 Some(if *output || rotating.contains(&unraw) {
-                    quote!(::stencil::__private::StepsGrid::Write(#name))
+                    quote!(::stencil::__private::LoopGrid::Write(#name))
                 } else {
-                    quote!(::stencil::__private::StepsGrid::Read(#name))
+                    quote!(::stencil::__private::LoopGrid::Read(#name))
                 })
             }
             _ => None,

@@ -12,7 +12,7 @@
 //! one used in place: two shifts per vector where shifting its three sums took six).
 //!
 //! The vector loop itself is `stencil_cpu::lanes::sweep`: the generated code gives it the
-//! member windows, the outputs and a `Step` (a local type holding the coefficients and the
+//! member windows, the outputs and a `VectorBody` (a local type holding the coefficients and the
 //! rolled combinations, whose `#[inline(always)] step` is the kernel's arithmetic); `sweep`
 //! checks lengths and alignment once and runs an unchecked loop of loads, that arithmetic and
 //! stores, monomorphised per store kind and prefetch on/off. Each input's leading row (the
@@ -386,7 +386,7 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
             struct __Step {
                 #(#fields: V,)*
             }
-            impl #p::lanes::Step<V, #n_members, #n_outputs> for __Step {
+            impl #p::lanes::VectorBody<V, #n_members, #n_outputs> for __Step {
                 #[inline(always)]
                 fn step(&mut self, [#(#members),*]: [V; #n_members]) -> [V; #n_outputs] {
                     let __Step { #(#fields),* } = *self;

@@ -40,7 +40,7 @@ pub(crate) fn random_grid(seed: u64) -> Grid3<f64> {
 }
 
 /// The CPU backend behind the `Backend` trait's defaults for every optional capability
-/// (`supports_reductions`, `supports_in_place`: false), to test what the facade does with a
+/// (`Capabilities::default()`: no reductions, no outputs read in place), to test what the facade does with a
 /// backend that cannot run a kernel.
 pub(crate) struct PlainCpu;
 

@@ -73,19 +73,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use stencil_core::analysis::{Radius, field_radius};
 use stencil_core::grid::{Boundary, HaloSource, fill_halo, fill_halo_planes};
-use stencil_core::steps::{FieldSlot, StepGrid, skipping_constant};
+use stencil_core::time_loop::{FieldSlot, WrittenGrid, skipping_constant};
 use stencil_core::{
     CpuLoop, CpuSchedule, Element, FieldId, FieldView, FieldViewMut, Geometry, MAX_DIMS, Result,
-    StepsJob,
+    TimeLoop,
 };
 
 use super::TimeBlocking;
 use super::barrier::{PoisonOnPanic, SpinBarrier};
-use crate::backend::INLINE_POINTS;
 use crate::generic::{GenericRun, Program};
 use crate::input_rows::{InputRows, RowBox};
 use crate::output_rows::OutputRows;
-use crate::pool::CpuBackend;
+use crate::pool::{CpuBackend, INLINE_POINTS};
 use crate::specialised::{RowPlan, SpecialisedRun};
 use crate::tiling::{Tile, Tiling};
 
@@ -95,7 +94,7 @@ struct RawGrid<T> {
     len: usize,
     geom: Geometry,
     faces: Vec<[Boundary<T>; 2]>,
-    /// The faces without the constant ones (see `StepGrid::fill_faces`).
+    /// The faces without the constant ones (see `WrittenGrid::fill_faces`).
     variable_faces: Vec<[Boundary<T>; 2]>,
     /// Whether the constant faces' halo points hold their values (only worker 0, in halo
     /// phases, reads or sets it).
@@ -112,7 +111,7 @@ unsafe impl<T: Send + Sync> Send for RawGrid<T> {}
 unsafe impl<T: Send + Sync> Sync for RawGrid<T> {}
 
 impl<T: Element> RawGrid<T> {
-    fn of(grid: &mut StepGrid<'_, T>) -> RawGrid<T> {
+    fn of(grid: &mut WrittenGrid<'_, T>) -> RawGrid<T> {
         RawGrid {
             ptr: grid.view.data.as_mut_ptr(),
             len: grid.view.data.len(),
@@ -210,7 +209,7 @@ const POOL_POINTS: usize = if cfg!(miri) { 0 } else { INLINE_POINTS };
 /// [`POOL_POINTS`] points.
 pub(super) fn workers<T: Element>(
     backend: &CpuBackend,
-    job: &StepsJob<'_, T>,
+    job: &TimeLoop<'_, T>,
     schedule: &CpuSchedule,
 ) -> usize {
     let points: usize = job.shape().iter().product();
@@ -227,7 +226,7 @@ pub(super) fn workers<T: Element>(
 /// Runs `steps` steps of `job` blocked per `blocking` on `backend`'s pool.
 pub(super) fn run<T: Element>(
     backend: &CpuBackend,
-    job: &mut StepsJob<'_, T>,
+    job: &mut TimeLoop<'_, T>,
     schedule: &CpuSchedule,
     blocking: TimeBlocking,
     steps: usize,
@@ -630,7 +629,7 @@ impl<T: Element> Context<'_, T> {
                     &outputs,
                     &self.params,
                     self.rows,
-                    // `StepsJob::new` refuses kernels with reductions.
+                    // `TimeLoop::new` refuses kernels with reductions.
                     None,
                 );
                 let mut scratch = run.scratch();

@@ -35,7 +35,7 @@
 //! computation needs, for as long as it runs. The arguments, numbered as the `SAFETY`
 //! comments cite them:
 //!
-//! 1. *Lending.* `wavefront::run` holds the `StepsJob` mutably borrowed until every worker
+//! 1. *Lending.* `wavefront::run` holds the `TimeLoop` mutably borrowed until every worker
 //!    has returned, and touches the grids through it only before the workers start and after
 //!    they end; the pointers are taken from those borrows.
 //! 2. *Reads.* A computation (a worker's share of a slab, a tile, a triangle) is lent each
@@ -45,7 +45,7 @@
 //!    contract; never a `&[T]` over a whole grid, which would assert that nobody writes any
 //!    of it). Within a phase (between two barriers) no other worker writes those rows: with
 //!    slabs every worker computes the same step, which writes only its own output grid and
-//!    the lone outputs, never a grid it reads (`StepsJob::new` refuses aliased grids); with
+//!    the lone outputs, never a grid it reads (`TimeLoop::new` refuses aliased grids); with
 //!    tiles the workers run different steps at once, and the trapezoids and triangles of
 //!    `wavefront` keep every row a worker reads away from the rows the others write. Tiles
 //!    do not prefetch (the rows ahead may be a neighbour's).
@@ -79,14 +79,14 @@
 //! loops (3-D, value faces, three workers, several tiles each; and slabs), finds no box
 //! meeting another worker's writes in its phase (and finds many when each run is lent the
 //! whole grid, as before), and the generic path asserts in debug builds that every row it
-//! reads lies in the box it was lent (`steps/tests.rs`, `steps/audit.rs`). Miri checks the
+//! reads lies in the box it was lent (`time_loop/tests.rs`, `time_loop/audit.rs`). Miri checks the
 //! references themselves, by hand on a nightly toolchain (under Miri every job reaches the
 //! workers, so the same tests run on small grids; Stacked Borrows stops first in
 //! crossbeam-epoch, and the pool's collector is never freed):
 //!
 //! ```text
 //! MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks" \
-//!     RUSTFLAGS=-Ctarget-cpu=x86-64 cargo +nightly miri test -p stencil-cpu --lib steps::tests
+//!     RUSTFLAGS=-Ctarget-cpu=x86-64 cargo +nightly miri test -p stencil-cpu --lib time_loop::tests
 //! ```
 //!
 //! Both tests pass there; the whole-grid `&[T]` lent before failed at once with a data race
@@ -102,14 +102,14 @@ mod wavefront;
 use stencil_core::analysis::radius;
 use stencil_core::grid::Boundary;
 use stencil_core::schedule::{DimValue, SearchSpace, TuningSpace};
-use stencil_core::steps::FieldSlot;
-use stencil_core::{CpuSchedule, CpuStores, Element, Kernel, Result, Schedule, StepsJob};
+use stencil_core::time_loop::FieldSlot;
+use stencil_core::{CpuSchedule, CpuStores, Element, Job, Kernel, Result, Schedule, TimeLoop};
 
 use crate::machine::Machine;
 use crate::pool::CpuBackend;
 
 /// Temporal blocking depths the tuning space offers: those that divide the steps of a trial
-/// ([`trial_steps`](stencil_core::steps::trial_steps): all for loops of 64 steps or more, up
+/// ([`trial_steps`](stencil_core::time_loop::trial_steps): all for loops of 64 steps or more, up
 /// to 8 below), so every candidate runs whole blocks.
 pub const TIME_DEPTHS: [usize; 5] = [1, 2, 4, 8, 16];
 
@@ -145,22 +145,21 @@ pub(crate) struct TimeBlocking {
 impl CpuBackend {
     /// [`Backend::run_steps`](stencil_core::Backend::run_steps) for the CPU: temporal
     /// blocking when the schedule's depth (or the default's) is above 1 and the rotation
-    /// allows it, else steps one after another.
+    /// allows it, else steps one after another, each through `sweep` (the backend's single
+    /// sweep under `schedule`).
     pub(crate) fn cpu_run_steps<T: Element>(
         &self,
-        job: &mut StepsJob<'_, T>,
+        job: &mut TimeLoop<'_, T>,
         schedule: &CpuSchedule,
         steps: usize,
+        sweep: impl Fn(&mut Job<'_, T>) -> Result<()>,
     ) -> Result<()> {
         let machine = Machine::detect();
         let workers = wavefront::workers(self, job, schedule);
         let blocking = time_blocking(machine, job, schedule, workers);
         if blocking.depth <= 1 || steps < 2 {
-            let schedule = Schedule::Cpu(*schedule);
             for _ in 0..steps {
-                job.step_with(|step| {
-                    <CpuBackend as stencil_core::Backend<T>>::run(self, step, &schedule)
-                })?;
+                job.step_with(&sweep)?;
             }
             return Ok(());
         }
@@ -180,7 +179,7 @@ impl CpuBackend {
 /// three times `(depth - 1)` times the kernel's reach along it.
 pub(crate) fn time_blocking<T: Element>(
     machine: &Machine,
-    job: &StepsJob<'_, T>,
+    job: &TimeLoop<'_, T>,
     schedule: &CpuSchedule,
     workers: usize,
 ) -> TimeBlocking {
@@ -294,7 +293,7 @@ fn default_slab(
 }
 
 /// Whether a grid of the rotation has a periodic face in dimension 0.
-fn job_has_periodic_dim0<T: Element>(job: &StepsJob<'_, T>) -> bool {
+fn job_has_periodic_dim0<T: Element>(job: &TimeLoop<'_, T>) -> bool {
     job.chains()
         .iter()
         .flatten()
@@ -326,7 +325,7 @@ pub(crate) fn steps_tuning_space(
     sweep: &CpuSchedule,
 ) -> TuningSpace {
     let lag = radius(kernel).in_dim(0) as usize;
-    let trial = stencil_core::steps::trial_steps(steps);
+    let trial = stencil_core::time_loop::trial_steps(steps);
     let depths: Vec<usize> = TIME_DEPTHS
         .into_iter()
         .filter(|&d| trial.is_multiple_of(d))
@@ -466,7 +465,7 @@ pub(crate) fn trial_shape(machine: &Machine, kernel: &Kernel, shape: &[usize]) -
 mod cache_tests {
     use super::*;
     use stencil_core::grid::Grid3;
-    use stencil_core::steps::StepGrid;
+    use stencil_core::time_loop::WrittenGrid;
     use stencil_core::{CacheSizes, ElemType, KernelBuilder, Rotation, Stencil};
 
     /// The 7-point star `out = u + sum of u's six neighbours`.
@@ -518,16 +517,16 @@ mod cache_tests {
         let mut u = Grid3::<f64>::new([32, 32, 32]).unwrap();
         let mut out = Grid3::<f64>::new([32, 32, 32]).unwrap();
         let rotation = Rotation::new(kernel, &[vec!["out", "u"]]).unwrap();
-        fn step_grid(g: &mut Grid3<f64>) -> StepGrid<'_, f64> {
+        fn step_grid(g: &mut Grid3<f64>) -> WrittenGrid<'_, f64> {
             let faces = g.boundaries().to_vec();
-            StepGrid {
+            WrittenGrid {
                 view: g.time_loop_view(),
                 faces,
                 constant_faces_filled: false,
             }
         }
         let chain = vec![step_grid(&mut out), step_grid(&mut u)];
-        let job = StepsJob::new(
+        let job = TimeLoop::new(
             &stencil,
             rotation,
             vec![chain],

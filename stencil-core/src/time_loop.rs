@@ -8,13 +8,13 @@
 //! system has one chain per species. Inputs in no chain are read-only coefficients; outputs in
 //! no chain are written by every step (the last step's values remain).
 //!
-//! A [`StepsJob`] is a validated time loop: the grids of every chain, the coefficients, the
+//! A [`TimeLoop`] is a validated time loop: the grids of every chain, the coefficients, the
 //! parameters and how many steps were done. Step `s` (counting from 1 across the whole job)
 //! reads chain level `s - p` at chain position `p` and writes level `s`. The grids hold levels
 //! as a ring: with `L` grids in a chain, level `l` lives in the chain's grid
 //! `(1 - l) mod L`, so at the start (no step done) position `p` holds level `1 - p` and after
 //! `done` steps the grid at position `(p - done) mod L` holds what position `p` names. The
-//! caller rotates its grids by `done` at the end ([`StepsJob::done`]).
+//! caller rotates its grids by `done` at the end ([`TimeLoop::done`]).
 //!
 //! After every step, every grid the step wrote gets its halo filled from its own boundary
 //! conditions, as `Launch::run` fills its outputs' halos: a time loop of `n` steps leaves
@@ -22,11 +22,11 @@
 //! (`std::mem::swap` for a ping-pong), boundary conditions moving with their grids.
 
 use crate::analysis::field_radius;
-use crate::backend::Job;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{Boundary, fill_halo};
 use crate::ir::{FieldId, Kernel, Role};
+use crate::job::Job;
 use crate::stencil::Stencil;
 use crate::view::{FieldView, FieldViewMut};
 
@@ -187,7 +187,7 @@ pub fn trial_steps(steps: usize) -> usize {
 /// A grid a time loop writes: its storage and its boundary conditions (one pair per
 /// dimension, as [`fill_halo`] takes them).
 #[derive(Debug)]
-pub struct StepGrid<'a, T> {
+pub struct WrittenGrid<'a, T> {
     /// The whole storage and its layout.
     pub view: FieldViewMut<'a, T>,
     /// `faces[d][side.index()]`.
@@ -198,7 +198,7 @@ pub struct StepGrid<'a, T> {
     pub constant_faces_filled: bool,
 }
 
-impl<T: Element> StepGrid<'_, T> {
+impl<T: Element> WrittenGrid<'_, T> {
     /// The faces a fill needs to write: all of them, or with the constant faces left out
     /// (as [`Boundary::UserManaged`]) once [`constant_faces_filled`](Self::constant_faces_filled):
     /// their points already hold the values a fill would write, and the faces that copy
@@ -224,10 +224,10 @@ pub fn skipping_constant<T: Element>(
         .collect()
 }
 
-/// Where one field of the kernel lives in a [`StepsJob`].
+/// Where one field of the kernel lives in a [`TimeLoop`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum FieldSlot {
-    /// A read-only input: index into [`StepsJob::coefficients`].
+    /// A read-only input: index into [`TimeLoop::coefficients`].
     Coefficient(usize),
     /// A field of chain `chain` at position `position`.
     Chain {
@@ -242,20 +242,20 @@ pub enum FieldSlot {
 
 /// A validated time loop (see the module documentation).
 #[derive(Debug)]
-pub struct StepsJob<'a, T: Element> {
+pub struct TimeLoop<'a, T: Element> {
     stencil: &'a Stencil<T>,
     rotation: Rotation,
     /// Per kernel field (declaration order): where it lives.
     slots: Vec<FieldSlot>,
     coefficients: Vec<FieldView<'a, T>>,
     /// Per chain, its grids in chain order (output first).
-    chains: Vec<Vec<StepGrid<'a, T>>>,
-    lone: Vec<StepGrid<'a, T>>,
+    chains: Vec<Vec<WrittenGrid<'a, T>>>,
+    lone: Vec<WrittenGrid<'a, T>>,
     params: Vec<T>,
     done: usize,
 }
 
-impl<'a, T: Element> StepsJob<'a, T> {
+impl<'a, T: Element> TimeLoop<'a, T> {
     /// Validates and bundles a time loop: `chains[c]` holds the grids of the rotation's chain
     /// `c` in chain order, `coefficients` the inputs in no chain and `lone` the outputs in no
     /// chain (each in the kernel's declaration order), `params` every parameter.
@@ -273,9 +273,9 @@ impl<'a, T: Element> StepsJob<'a, T> {
     pub fn new(
         stencil: &'a Stencil<T>,
         rotation: Rotation,
-        chains: Vec<Vec<StepGrid<'a, T>>>,
+        chains: Vec<Vec<WrittenGrid<'a, T>>>,
         coefficients: Vec<FieldView<'a, T>>,
-        lone: Vec<StepGrid<'a, T>>,
+        lone: Vec<WrittenGrid<'a, T>>,
         params: Vec<T>,
     ) -> Result<Self> {
         let kernel = stencil.kernel();
@@ -467,7 +467,7 @@ impl<'a, T: Element> StepsJob<'a, T> {
                 )));
             }
         }
-        Ok(StepsJob {
+        Ok(TimeLoop {
             stencil,
             rotation,
             slots,
@@ -556,18 +556,18 @@ impl<'a, T: Element> StepsJob<'a, T> {
     }
 
     /// The grids of every chain, each in chain order (output first).
-    pub fn chains(&self) -> &[Vec<StepGrid<'a, T>>] {
+    pub fn chains(&self) -> &[Vec<WrittenGrid<'a, T>>] {
         &self.chains
     }
 
     /// The outputs in no chain (declaration order among them).
-    pub fn lone(&self) -> &[StepGrid<'a, T>] {
+    pub fn lone(&self) -> &[WrittenGrid<'a, T>] {
         &self.lone
     }
 
     /// The grids of every chain (chain order) and the lone outputs, for a backend that runs
     /// steps itself.
-    pub fn grids_mut(&mut self) -> (&mut [Vec<StepGrid<'a, T>>], &mut [StepGrid<'a, T>]) {
+    pub fn grids_mut(&mut self) -> (&mut [Vec<WrittenGrid<'a, T>>], &mut [WrittenGrid<'a, T>]) {
         (&mut self.chains, &mut self.lone)
     }
 
@@ -692,12 +692,12 @@ mod tests {
     fn job<'s>(
         stencil: &'s Stencil<f64>,
         grids: &'s mut [(Geometry, Vec<f64>)],
-    ) -> Result<StepsJob<'s, f64>> {
+    ) -> Result<TimeLoop<'s, f64>> {
         let rotation = Rotation::new(stencil.kernel(), &[vec!["out", "u"]])?;
         let (rotating, coefficients) = grids.split_at_mut(2);
         let chain = rotating
             .iter_mut()
-            .map(|(geom, data)| StepGrid {
+            .map(|(geom, data)| WrittenGrid {
                 view: FieldViewMut { geom: *geom, data },
                 faces: vec![[Boundary::Dirichlet(0.0); 2]],
                 constant_faces_filled: false,
@@ -707,7 +707,7 @@ mod tests {
             .iter()
             .map(|(geom, data)| FieldView { geom: *geom, data })
             .collect();
-        StepsJob::new(
+        TimeLoop::new(
             stencil,
             rotation,
             vec![chain],

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use stencil_core::grid::{Boundary, fill_halo};
 use stencil_core::rng::Rng;
 use stencil_core::row::RowArgs;
-use stencil_core::steps::StepGrid;
+use stencil_core::time_loop::WrittenGrid;
 use stencil_core::{
     Backend, CpuSchedule, ElemType, FieldViewMut, Geometry, Kernel, KernelBuilder, MAX_DIMS,
-    Rotation, Schedule, Stencil, StepsJob,
+    Rotation, Schedule, Stencil, TimeLoop,
 };
 
 use super::audit::{self, Audit, conflicts};
@@ -90,13 +90,13 @@ fn run_case(
     let run = |grids: &mut [Vec<f64>], blocked: bool| -> Option<(Arc<Audit>, TimeBlocking)> {
         let chain = grids
             .iter_mut()
-            .map(|data| StepGrid {
+            .map(|data| WrittenGrid {
                 view: FieldViewMut { geom, data },
                 faces: faces.clone(),
                 constant_faces_filled: false,
             })
             .collect();
-        let mut job = StepsJob::new(
+        let mut job = TimeLoop::new(
             stencil,
             rotation.clone(),
             vec![chain],
@@ -114,7 +114,11 @@ fn run_case(
         }
         let workers = super::wavefront::workers(backend, &job, &schedule);
         let blocking = time_blocking(Machine::detect(), &job, &schedule, workers);
-        let (result, audit) = audit::audited(|| backend.cpu_run_steps(&mut job, &schedule, steps));
+        let (result, audit) = audit::audited(|| {
+            backend.cpu_run_steps(&mut job, &schedule, steps, |step| {
+                stencil_core::Backend::run(backend, step, &Schedule::Cpu(schedule))
+            })
+        });
         result.unwrap();
         Some((audit, blocking))
     };
