@@ -14,7 +14,6 @@ use common::ptxas::{assemble, ptxas};
 use stencil::{VerifyConfig, verify_with};
 use stencil_core::backend::{Backend, Job, check_support};
 use stencil_core::ir::{Kernel, ReduceOp};
-use stencil_core::rng::Rng;
 use stencil_core::schedule::{GpuSchedule, GpuVariant, Schedule};
 use stencil_core::{
     ElemType, Element, ErrorKind, FieldView, FieldViewMut, Geometry, KernelBuilder, Role, Stencil,
@@ -24,6 +23,7 @@ use stencil_cuda::caps::{DeviceCaps, default_schedule, sample_schedules, schedul
 use stencil_cuda::codegen::{FusedPair, generate_fused, shared_bytes};
 use stencil_cuda::emulator::Order;
 use stencil_cuda::{CodegenOptions, CudaBackend, EmulatedGpu, generate};
+use stencil_test_support::Rng;
 
 /// `y = a * x + y` (vecAXPY), 1-D.
 fn axpy(elem: ElemType) -> Kernel {
