@@ -52,6 +52,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use stencil::{CpuBackend, CpuSchedule, Schedule, TuningCache, analysis};
+use stencil_core::rng::Rng;
 use stencil_cpu::{Machine, ScheduleSpace};
 
 use report::{PaddingRow, Row, Stats, StreamRow, TunerRow};
@@ -140,17 +141,6 @@ fn time<R>(repeats: usize, mut f: impl FnMut() -> R) -> Stats {
     Stats::of(times)
 }
 
-/// Shuffles `order` (Fisher-Yates with an xorshift generator on `seed`: the same orders in
-/// every run of the bench).
-pub(crate) fn shuffle(order: &mut [usize], seed: &mut u64) {
-    for i in (1..order.len()).rev() {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        order.swap(i, (*seed % (i as u64 + 1)) as usize);
-    }
-}
-
 /// Times each of `imps` on `w` `repeats` times, interleaved (one run of each per round), after
 /// two warm-up rounds; per implementation, in milliseconds. `copy`, when given, is timed in the
 /// same rounds and its statistics come last.
@@ -172,9 +162,10 @@ fn time_interleaved(
     let n = imps.len() + usize::from(copy.is_some());
     let mut times = vec![Vec::with_capacity(repeats); n];
     let mut order: Vec<usize> = (0..n).collect();
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    // Seeded: the same orders in every run of the bench.
+    let mut rng = Rng::new(0x2545_F491_4F6C_DD1D);
     for round in 0..repeats + 2 {
-        shuffle(&mut order, &mut seed);
+        rng.shuffle(&mut order);
         for &k in &order {
             let mut run = || match imps.get(k) {
                 Some(imp) => {

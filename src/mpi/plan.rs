@@ -380,13 +380,8 @@ mod tests {
         layout.check_faces(&kinds).unwrap();
         let reach = ghost + halo;
         let mut global = Grid::<f64, D>::with_halo(shape, reach).unwrap();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        global.fill_with(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        });
+        let mut rng = stencil_core::rng::Rng::new(0x9e37_79b9_7f4a_7c15);
+        global.fill_with(|_| rng.next_f64());
         for (d, pair) in faces.iter().enumerate() {
             for (side, &b) in Side::BOTH.iter().zip(pair) {
                 global.set_face_boundary(d, *side, b).unwrap();

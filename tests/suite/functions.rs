@@ -8,6 +8,7 @@
 
 use stencil::prelude::*;
 use stencil::verify;
+use stencil_test_support::{Rng, grid};
 
 stencil! {
     /// The 5-point Laplacian without the spacing.
@@ -85,30 +86,15 @@ stencil! {
     }
 }
 
-/// A small deterministic generator of values in [-1, 1).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
-}
-
 const N: usize = 24;
 const HALO: usize = 4;
 
-fn random_grid(rng: &mut Lcg) -> Grid2<f64> {
-    Grid2::from_fn([N, N], HALO, |_| rng.next()).expect("a valid shape")
+fn random_grid(rng: &mut Rng) -> Grid2<f64> {
+    grid::random_grid([N, N], HALO, rng, (-1.0, 1.0))
 }
 
 fn poisoned() -> Grid2<f64> {
-    let mut grid = Grid2::<f64>::with_halo([N, N], HALO).expect("a valid shape");
-    grid.fill_with(|_| f64::NAN);
-    grid
+    grid::poisoned_grid([N, N], HALO, f64::NAN)
 }
 
 /// Asserts `a` and `b` agree within `tolerance` (relative to the larger magnitude, or to one
@@ -133,7 +119,7 @@ fn assert_close(a: &Grid2<f64>, b: &Grid2<f64>, margin: usize, tolerance: f64, w
 
 #[test]
 fn kernels_with_helpers_compute_what_the_written_out_kernels_compute() {
-    let mut rng = Lcg(7);
+    let mut rng = Rng::new(7);
     let (u, v) = (random_grid(&mut rng), random_grid(&mut rng));
     let (mut a, mut b) = (poisoned(), poisoned());
     with_helpers(&u, &v, &mut a, 0.3).run().unwrap();
@@ -151,7 +137,7 @@ fn kernels_with_helpers_compute_what_the_written_out_kernels_compute() {
 
 #[test]
 fn operators_match_the_weight_tables_written_out() {
-    let mut rng = Lcg(11);
+    let mut rng = Rng::new(11);
     let u = random_grid(&mut rng);
     let (mut dx, mut dyy) = (poisoned(), poisoned());
     let (mut tx, mut tyy) = (poisoned(), poisoned());
@@ -192,10 +178,10 @@ fn operators_are_exact_on_polynomials_up_to_their_order() {
         (6, |u, a, b, c, h| fd6(u, a, b, c, h).run().unwrap()),
         (8, |u, a, b, c, h| fd8(u, a, b, c, h).run().unwrap()),
     ];
-    let mut rng = Lcg(3);
+    let mut rng = Rng::new(3);
     for (order, run) in runs {
-        let p = Polynomial((0..=order).map(|_| rng.next()).collect());
-        let q = Polynomial((0..=order).map(|_| rng.next()).collect());
+        let p = Polynomial((0..=order).map(|_| rng.uniform(-1.0, 1.0)).collect());
+        let q = Polynomial((0..=order).map(|_| rng.uniform(-1.0, 1.0)).collect());
         let u = Grid2::from_fn([N, N], HALO, |[i, j]| {
             p.value(coordinate(i)) + q.value(coordinate(j))
         })
@@ -246,7 +232,7 @@ fn order_two_is_off_by_h_squared_on_a_cubic() {
 
 #[test]
 fn named_parameters_bind_as_the_positional_ones_do() {
-    let mut rng = Lcg(5);
+    let mut rng = Rng::new(5);
     let (u, v) = (random_grid(&mut rng), random_grid(&mut rng));
     let (mut a, mut b) = (poisoned(), poisoned());
     with_helpers(&u, &v, &mut a, 0.3).run().unwrap();

@@ -10,7 +10,7 @@ use stencil::{
     CpuBackend, CpuSchedule, EmulatedGpu, ErrorKind, KernelBuilder, Schedule, Stencil, TunePolicy,
     interp, verify,
 };
-use stencil_core::rng::Rng;
+use stencil_test_support::Rng;
 
 stencil! {
     /// `y = a x + y`, in place.

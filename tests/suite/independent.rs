@@ -2,15 +2,11 @@
 //! independently of the library (no interpreter, no IR): the seeds' stencils on random shapes,
 //! through `Launch::run` with its boundary handling, over several time steps.
 
+use stencil::kernels::jacobi7;
 use stencil::prelude::*;
+use stencil_test_support::Rng;
 
 stencil! {
-    fn heat(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
-        out[i, j, k] = c0 * u[i, j, k]
-            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
-                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
-    }
-
     fn gradient(u: &Grid3<f64>, x: &mut Grid3<f64>, y: &mut Grid3<f64>, z: &mut Grid3<f64>, h: f64) {
         x[i, j, k] = h * (u[i+1, j, k] - u[i-1, j, k]);
         y[i, j, k] = h * (u[i, j+1, k] - u[i, j-1, k]);
@@ -19,18 +15,6 @@ stencil! {
 
     fn blur(u: &Grid2<f32>, out: &mut Grid2<f32>) {
         out[i, j] = 0.25 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
-    }
-}
-
-/// A small deterministic generator, independent of the library's.
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 }
 
@@ -89,11 +73,13 @@ fn assert_close(got: &[f64], want: &[f64], what: &str) {
 
 #[test]
 fn heat_with_dirichlet_walls_matches_plain_loops_over_ten_steps() {
-    let mut rng = Lcg(7);
+    let mut rng = Rng::new(7);
     for shape in [[9, 7, 13], [1, 5, 3], [16, 16, 16], [3, 1, 31]] {
         let mut u = Grid3::<f64>::new(shape).unwrap();
         u.set_boundary(Boundary::Dirichlet(0.0));
-        let values: Vec<f64> = (0..shape.iter().product()).map(|_| rng.next()).collect();
+        let values: Vec<f64> = (0..shape.iter().product())
+            .map(|_| rng.uniform(-1.0, 1.0))
+            .collect();
         u.fill_with({
             let mut it = values.iter();
             move |_| *it.next().unwrap()
@@ -104,7 +90,7 @@ fn heat_with_dirichlet_walls_matches_plain_loops_over_ten_steps() {
             v: values,
         };
         for _ in 0..10 {
-            heat(&u, &mut v, 0.4, 0.1).run().unwrap();
+            jacobi7(&u, &mut v, 0.4, 0.1).run().unwrap();
             std::mem::swap(&mut u, &mut v);
             dense = heat_by_hand(&dense, 0.4, 0.1, false);
         }
@@ -114,9 +100,11 @@ fn heat_with_dirichlet_walls_matches_plain_loops_over_ten_steps() {
 
 #[test]
 fn heat_with_periodic_boundaries_matches_plain_loops() {
-    let mut rng = Lcg(11);
+    let mut rng = Rng::new(11);
     let shape = [6, 5, 11];
-    let values: Vec<f64> = (0..shape.iter().product()).map(|_| rng.next()).collect();
+    let values: Vec<f64> = (0..shape.iter().product())
+        .map(|_| rng.uniform(-1.0, 1.0))
+        .collect();
     let mut u = Grid3::from_slice(shape, 1, &values).unwrap();
     u.set_boundary(Boundary::Periodic);
     let mut v = u.like();
@@ -125,7 +113,7 @@ fn heat_with_periodic_boundaries_matches_plain_loops() {
         v: values,
     };
     for _ in 0..5 {
-        heat(&u, &mut v, 0.5, 1.0 / 12.0).run().unwrap();
+        jacobi7(&u, &mut v, 0.5, 1.0 / 12.0).run().unwrap();
         std::mem::swap(&mut u, &mut v);
         dense = heat_by_hand(&dense, 0.5, 1.0 / 12.0, true);
     }
@@ -134,9 +122,11 @@ fn heat_with_periodic_boundaries_matches_plain_loops() {
 
 #[test]
 fn gradient_with_three_outputs_matches_plain_loops() {
-    let mut rng = Lcg(3);
+    let mut rng = Rng::new(3);
     let shape = [5, 8, 7];
-    let values: Vec<f64> = (0..shape.iter().product()).map(|_| rng.next()).collect();
+    let values: Vec<f64> = (0..shape.iter().product())
+        .map(|_| rng.uniform(-1.0, 1.0))
+        .collect();
     let u = Grid3::from_slice(shape, 2, &values).unwrap();
     let (mut x, mut y, mut z) = (u.like(), u.like(), u.like());
     gradient(&u, &mut x, &mut y, &mut z, 0.5).run().unwrap();
@@ -162,9 +152,11 @@ fn gradient_with_three_outputs_matches_plain_loops() {
 
 #[test]
 fn f32_blur_with_zero_gradient_boundaries_matches_plain_loops() {
-    let mut rng = Lcg(5);
+    let mut rng = Rng::new(5);
     let (n0, n1) = (17, 29);
-    let values: Vec<f32> = (0..n0 * n1).map(|_| rng.next() as f32).collect();
+    let values: Vec<f32> = (0..n0 * n1)
+        .map(|_| rng.uniform(-1.0, 1.0) as f32)
+        .collect();
     let mut u = Grid2::from_slice([n0, n1], 1, &values).unwrap();
     u.set_boundary(Boundary::ZeroGradient);
     let mut out = u.like();

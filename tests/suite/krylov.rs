@@ -6,7 +6,7 @@
 use stencil::krylov::*;
 use stencil::prelude::*;
 use stencil::verify;
-use stencil_core::rng::Rng;
+use stencil_test_support::Rng;
 
 fn vector(n: usize, seed: u64) -> Grid1<f64> {
     let mut rng = Rng::new(seed);

@@ -9,7 +9,8 @@ use stencil::prelude::*;
 use stencil::{Backend, CpuBackend, TunePolicy, TuningCache, interp};
 
 use crate::common;
-use common::{N, heat, random_grid};
+use common::{N, random_grid};
+use stencil::kernels::jacobi7;
 
 stencil! {
     fn smooth(u: &Grid1<f32>, out: &mut Grid1<f32>) {
@@ -32,7 +33,7 @@ fn every_offered_padding_is_timed_on_copies_and_the_fastest_is_reported() {
     let mut out = u.like();
     out.fill(f64::NAN);
     let (u_before, out_before) = (bits(&u), bits(&out));
-    let report = heat(&u, &mut out, 0.4, 0.1)
+    let report = jacobi7(&u, &mut out, 0.4, 0.1)
         .on(&backend)
         .tune(TunePolicy::Quick)
         .without_tuning_cache()
@@ -40,7 +41,7 @@ fn every_offered_padding_is_timed_on_copies_and_the_fastest_is_reported() {
         .expect("search");
 
     let offered =
-        <CpuBackend as Backend<f64>>::row_paddings(&backend, heat::stencil().kernel(), &[N; 3]);
+        <CpuBackend as Backend<f64>>::row_paddings(&backend, jacobi7::stencil().kernel(), &[N; 3]);
     assert!(
         offered.len() > 1,
         "a 3-D kernel has a padding axis: {offered:?}"
@@ -97,7 +98,7 @@ fn grids_moved_to_a_padding_compute_what_unpadded_grids_compute() {
     {
         let mut outs = [want.view_mut()];
         interp::run(
-            heat::stencil().kernel(),
+            jacobi7::stencil().kernel(),
             &[u.view()],
             &mut outs,
             &[0.4, 0.1],
@@ -107,7 +108,7 @@ fn grids_moved_to_a_padding_compute_what_unpadded_grids_compute() {
         let padded = u.repadded(pad).expect("repadded");
         let mut out = Grid3::<f64>::with_padding([N; 3], u.halo(), pad).expect("grid");
         out.fill(f64::NAN);
-        heat(&padded, &mut out, 0.4, 0.1)
+        jacobi7(&padded, &mut out, 0.4, 0.1)
             .without_tuning_cache()
             .run()
             .expect("run");
@@ -128,14 +129,14 @@ fn schedules_tuned_for_padded_grids_are_cached_apart() {
     let cache = TuningCache::at(&path);
     let u = random_grid(3);
     let mut out = u.like();
-    heat(&u, &mut out, 0.4, 0.1)
+    jacobi7(&u, &mut out, 0.4, 0.1)
         .tuning_cache(cache.clone())
         .tune(TunePolicy::Quick)
         .run()
         .expect("unpadded");
     let padded = u.repadded(2).expect("repadded");
     let mut padded_out = Grid3::<f64>::with_padding([N; 3], u.halo(), 2).expect("grid");
-    let report = heat(&padded, &mut padded_out, 0.4, 0.1)
+    let report = jacobi7(&padded, &mut padded_out, 0.4, 0.1)
         .tuning_cache(cache.clone())
         .tune(TunePolicy::Quick)
         .run_with_report()
@@ -171,7 +172,7 @@ fn one_dimensional_grids_have_one_padding_and_misuse_is_an_error() {
 
     // An unbound argument is reported before anything is timed.
     let u3 = random_grid(4);
-    let err = Launch::new(heat::stencil())
+    let err = Launch::new(jacobi7::stencil())
         .input("u", &u3)
         .param("c0", 0.4)
         .param("c1", 0.1)
@@ -180,7 +181,7 @@ fn one_dimensional_grids_have_one_padding_and_misuse_is_an_error() {
     assert_eq!(err.kind(), stencil::ErrorKind::BadArgument, "{err}");
     // So is a grid of another shape.
     let mut small = Grid3::<f64>::new([N, N, N - 1]).expect("grid");
-    let err = heat(&u3, &mut small, 0.4, 0.1)
+    let err = jacobi7(&u3, &mut small, 0.4, 0.1)
         .search_padding()
         .unwrap_err();
     assert_eq!(err.kind(), stencil::ErrorKind::ShapeMismatch, "{err}");

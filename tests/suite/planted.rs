@@ -3,6 +3,7 @@
 //! bits, a small term dropped where it does not, an unwritten point, a write outside the
 //! interior, a modified input, a fault that shows only when work runs on several workers).
 
+use stencil::kernels::jacobi7;
 use stencil::prelude::*;
 use stencil::{
     Backend, CpuBackend, Element, ErrorKind, FieldViewMut, Job, Kernel, Schedule, TimeLoop,
@@ -10,12 +11,6 @@ use stencil::{
 };
 
 stencil! {
-    fn laplacian(u: &Grid3<f64>, out: &mut Grid3<f64>, a: f64, b: f64) {
-        out[i, j, k] = a * u[i, j, k]
-            + b * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
-                 + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
-    }
-
     /// NaN wherever `u` is negative (the random inputs are, half the time).
     fn logarithm(u: &Grid1<f32>, l: &mut Grid1<f32>) {
         l[i] = ln(u[i]);
@@ -130,13 +125,13 @@ impl Backend<f64> for Planted {
 
 fn planted_failure(defect: Defect) -> stencil::Error {
     let backend = Planted(defect);
-    verify_with(laplacian::stencil(), &[&backend], &VerifyConfig::default()).unwrap_err()
+    verify_with(jacobi7::stencil(), &[&backend], &VerifyConfig::default()).unwrap_err()
 }
 
 #[test]
 fn the_honest_backend_passes() {
     let cpu: &dyn Backend<f64> = CpuBackend::global();
-    verify_with(laplacian::stencil(), &[cpu], &VerifyConfig::default()).unwrap();
+    verify_with(jacobi7::stencil(), &[cpu], &VerifyConfig::default()).unwrap();
 }
 
 #[test]
@@ -167,7 +162,7 @@ fn one_unit_in_the_last_place_is_reported_where_the_backend_promises_the_interpr
     assert!(e.to_string().contains("exactly"), "{e}");
     // Within the tolerance, which is all a backend that reassociates is held to.
     let backend = Planted(Defect::OneUlpOffUnclaimed);
-    verify_with(laplacian::stencil(), &[&backend], &VerifyConfig::default()).unwrap();
+    verify_with(jacobi7::stencil(), &[&backend], &VerifyConfig::default()).unwrap();
 }
 
 /// The CPU backend in f32, running a kernel without the small term of `small_term`, and (as a
@@ -326,11 +321,11 @@ fn the_default_cases_run_on_several_workers_and_in_skewed_tiles() {
     // under `INLINE_POINTS` points run on the calling thread, so only a large enough shape
     // reaches the partitions, the barriers and the tiles.
     let cpu = CpuBackend::new(2).unwrap();
-    verify_with(laplacian::stencil(), &[&cpu], &VerifyConfig::default()).unwrap();
+    verify_with(jacobi7::stencil(), &[&cpu], &VerifyConfig::default()).unwrap();
     let sweeps = cpu.activity();
     assert!(sweeps.parallel_runs > 0, "{sweeps:?}");
     verify_steps_with(
-        laplacian::stencil(),
+        jacobi7::stencil(),
         &[&["out", "u"]],
         &[&cpu],
         &VerifyConfig::default(),
@@ -402,11 +397,11 @@ impl Backend<f64> for OnSeveralWorkers {
 #[test]
 fn a_fault_that_shows_only_on_several_workers_is_reported() {
     let faulty = OnSeveralWorkers(CpuBackend::new(2).unwrap());
-    let e = verify_with(laplacian::stencil(), &[&faulty], &VerifyConfig::default()).unwrap_err();
+    let e = verify_with(jacobi7::stencil(), &[&faulty], &VerifyConfig::default()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::VerificationFailed, "{e}");
     assert!(e.to_string().contains("exactly"), "{e}");
     let e = verify_steps_with(
-        laplacian::stencil(),
+        jacobi7::stencil(),
         &[&["out", "u"]],
         &[&faulty],
         &VerifyConfig::default(),

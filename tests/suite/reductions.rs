@@ -10,7 +10,7 @@ use stencil::{
     interp, verify, verify_with,
 };
 
-use stencil_core::rng::Rng;
+use stencil_test_support::Rng;
 
 stencil! {
     /// The dot product of two vectors.
@@ -40,11 +40,8 @@ stencil! {
 }
 
 fn random_grid<const D: usize>(shape: [usize; D], seed: u64) -> Grid<f64, D> {
-    let mut rng = Rng::new(seed);
-    let mut g = Grid::<f64, D>::new(shape).unwrap();
-    g.fill_with(|_| rng.uniform(-1.0, 1.0));
-    g.update_halo();
-    g
+    let halo = stencil::DEFAULT_HALO;
+    stencil_test_support::grid::random_grid(shape, halo, &mut Rng::new(seed), (-1.0, 1.0))
 }
 
 /// The documented order written out again from its description, sharing no code with the

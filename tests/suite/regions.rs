@@ -3,16 +3,9 @@
 //! generic path; a backend that does not run regions refuses one. (The distributed time loop
 //! sweeps a rank's inner box while its halo is in flight, then the shell: `stencil::mpi`.)
 
+use stencil::kernels::jacobi7;
 use stencil::prelude::*;
 use stencil::{Backend, CpuBackend, EmulatedGpu, ErrorKind, Job, Schedule, Stencil};
-
-stencil! {
-    fn heat(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
-        out[i, j, k] = c0 * u[i, j, k]
-            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
-                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
-    }
-}
 
 fn sweep(
     stencil: &Stencil<f64>,
@@ -41,7 +34,7 @@ fn regions_write_their_points_only_and_the_whole_sweeps_values() {
     let mut u = Grid3::<f64>::with_halo(shape, 1).unwrap();
     u.fill_with(|[i, j, k]| ((i * 131 + j * 37 + k * 7) % 101) as f64 / 7.0 - 3.0);
     let backend = CpuBackend::new(2).unwrap();
-    let generated = heat::stencil();
+    let generated = jacobi7::stencil();
     let generic: Stencil<f64> = Stencil::new(generated.kernel().clone()).unwrap();
     assert!(generated.cpu_loop().is_some() && generic.cpu_loop().is_none());
     // Boxes that cut rows at unaligned points and partition the interior.
@@ -84,7 +77,7 @@ fn bad_regions_are_errors() {
     let u = Grid3::<f64>::with_halo([4, 4, 4], 1).unwrap();
     let mut out = u.like();
     let mut job = Job::new(
-        heat::stencil(),
+        jacobi7::stencil(),
         vec![u.view()],
         vec![out.kernel_output_view()],
         vec![0.4, 0.1],
@@ -106,7 +99,7 @@ fn a_backend_that_does_not_run_regions_refuses_one_instead_of_ignoring_it() {
     let u = Grid3::<f64>::with_halo([4, 4, 4], 1).unwrap();
     let mut out = u.like();
     let mut job = Job::new(
-        heat::stencil(),
+        jacobi7::stencil(),
         vec![u.view()],
         vec![out.kernel_output_view()],
         vec![0.4, 0.1],

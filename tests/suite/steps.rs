@@ -10,6 +10,8 @@ use std::ops::ControlFlow;
 
 use stencil::prelude::*;
 use stencil::{CpuBackend, CpuSchedule, ErrorKind, Schedule, Stencil, kernels};
+use stencil_test_support::Rng;
+use stencil_test_support::grid::fill_storage_random;
 
 stencil! {
     /// A wave equation: three time levels, radius 2 in the outer dimension.
@@ -65,28 +67,24 @@ stencil! {
     }
 }
 
-/// SplitMix64 for test data.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn value(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+/// What these tests draw from the shared generator: values, and boundary conditions.
+trait Draw {
+    /// A value in [-0.5, 0.5).
+    fn value(&mut self) -> f64;
     /// A random condition: any, or with `constant` one whose halo values never depend on
     /// the interior (a value or user-managed).
+    fn boundary_of(&mut self, constant: bool) -> Boundary<f64>;
+    /// Any condition.
+    fn boundary(&mut self) -> Boundary<f64>;
+}
+
+impl Draw for Rng {
+    fn value(&mut self) -> f64 {
+        self.uniform(-0.5, 0.5)
+    }
     fn boundary_of(&mut self, constant: bool) -> Boundary<f64> {
         if constant {
-            return match self.below(2) {
+            return match self.index(2) {
                 0 => Boundary::Dirichlet(self.value()),
                 _ => Boundary::UserManaged,
             };
@@ -94,7 +92,7 @@ impl Random {
         self.boundary()
     }
     fn boundary(&mut self) -> Boundary<f64> {
-        match self.below(5) {
+        match self.index(5) {
             0 => Boundary::Dirichlet(self.value()),
             1 => Boundary::Periodic,
             2 => Boundary::ZeroGradient,
@@ -118,7 +116,7 @@ fn grids<const D: usize>(
     case: &Case<'_>,
     shape: [usize; D],
     halo: usize,
-    random: &mut Random,
+    random: &mut Rng,
     mixed: bool,
 ) -> Vec<Grid<f64, D>> {
     grids_with(case, shape, halo, random, mixed, false)
@@ -129,7 +127,7 @@ fn grids_with<const D: usize>(
     case: &Case<'_>,
     shape: [usize; D],
     halo: usize,
-    random: &mut Random,
+    random: &mut Rng,
     mixed: bool,
     constant: bool,
 ) -> Vec<Grid<f64, D>> {
@@ -141,12 +139,10 @@ fn grids_with<const D: usize>(
         .iter()
         .map(|_| {
             let mut g = Grid::<f64, D>::with_halo(shape, halo).unwrap();
-            for v in g.as_mut_slice() {
-                *v = random.value();
-            }
+            fill_storage_random(&mut g, random, (-0.5, 0.5));
             for (d, pair) in faces.iter().enumerate() {
                 for (side, &b) in [Side::Low, Side::High].into_iter().zip(pair) {
-                    let b = if mixed && random.below(3) == 0 {
+                    let b = if mixed && random.index(3) == 0 {
                         random.boundary_of(constant)
                     } else {
                         b
@@ -262,16 +258,16 @@ fn lopsided_case() -> Case<'static> {
 }
 
 /// Schedules covering blocking depths, slabs, register blocks, prefetch and the generic path.
-fn schedules(random: &mut Random) -> Vec<Option<CpuSchedule>> {
+fn schedules(random: &mut Rng) -> Vec<Option<CpuSchedule>> {
     let mut out = vec![None];
     for depth in [1, 2, 3, 4, 8] {
-        let slab = [0, 1, 2, 3, 7][random.below(5)];
+        let slab = [0, 1, 2, 3, 7][random.index(5)];
         out.push(Some(CpuSchedule {
             time_depth: depth,
             time_slab: slab,
-            register_rows: [1, 2, 4][random.below(3)],
-            prefetch: [0, 2][random.below(2)],
-            force_generic: random.below(4) == 0,
+            register_rows: [1, 2, 4][random.index(3)],
+            prefetch: [0, 2][random.index(2)],
+            force_generic: random.index(4) == 0,
             ..CpuSchedule::default()
         }));
     }
@@ -282,18 +278,18 @@ fn schedules(random: &mut Random) -> Vec<Option<CpuSchedule>> {
 /// then also skew along dimension 1, in tiles of `time_slab` planes by `tile[1]` rows):
 /// depths, slabs and rows per tile from one to more than the grid, register blocks, prefetch
 /// and the generic path.
-fn tile_schedules(random: &mut Random) -> Vec<Option<CpuSchedule>> {
+fn tile_schedules(random: &mut Rng) -> Vec<Option<CpuSchedule>> {
     let mut out = vec![None];
     for depth in [2, 3, 4, 5, 8] {
         let mut tile = [0; 4];
-        tile[1] = [0, 1, 2, 3, 5, 16, 100][random.below(7)];
+        tile[1] = [0, 1, 2, 3, 5, 16, 100][random.index(7)];
         out.push(Some(CpuSchedule {
             tile,
             time_depth: depth,
-            time_slab: [0, 1, 2, 3, 7, 16, 100][random.below(7)],
-            register_rows: [1, 2, 4][random.below(3)],
-            prefetch: [0, 2][random.below(2)],
-            force_generic: random.below(4) == 0,
+            time_slab: [0, 1, 2, 3, 7, 16, 100][random.index(7)],
+            register_rows: [1, 2, 4][random.index(3)],
+            prefetch: [0, 2][random.index(2)],
+            force_generic: random.index(4) == 0,
             ..CpuSchedule::default()
         }));
     }
@@ -315,7 +311,7 @@ fn check_with<const D: usize>(
     seed: u64,
     constant: bool,
 ) {
-    let mut random = Random(seed);
+    let mut random = Rng::new(seed);
     let backends: Vec<CpuBackend> = (1..=3).map(|t| CpuBackend::new(t).unwrap()).collect();
     for &shape in shapes {
         let schedules = match constant {
@@ -323,16 +319,16 @@ fn check_with<const D: usize>(
             false => schedules(&mut random),
         };
         for schedule in schedules {
-            let backend = &backends[random.below(3)];
-            let steps = [1, 2, 5, 9, 13][random.below(5)];
-            let mixed = random.below(2) == 0;
+            let backend = &backends[random.index(3)];
+            let steps = [1, 2, 5, 9, 13][random.index(5)];
+            let mixed = random.index(2) == 0;
             let initial = grids_with(case, shape, halo, &mut random, mixed, constant);
             let mut want = copies(&initial);
             // Outputs whose halo was written by hand (no longer what their faces prescribe):
             // the first step that writes them must fill their constant faces too.
             let kernel = case.stencil.kernel();
             for (g, field) in want.iter_mut().zip(&kernel.fields) {
-                if field.role == stencil::ir::Role::Output && random.below(2) == 0 {
+                if field.role == stencil::ir::Role::Output && random.index(2) == 0 {
                     g.set([-1; D], 7.0).unwrap();
                     g.set(shape.map(|n| n as isize), -7.0).unwrap();
                 }
@@ -471,7 +467,7 @@ fn a_kernel_built_at_run_time_steps_through_the_generic_path() {
 #[test]
 fn a_callback_sees_the_state_every_interval_and_may_stop_the_loop() {
     let case = heat_case();
-    let mut random = Random(12);
+    let mut random = Rng::new(12);
     let initial = grids(&case, [9, 8, 10], 1, &mut random, false);
     let mut want = copies(&initial);
     for g in &mut want {
@@ -522,7 +518,7 @@ fn a_callback_may_change_a_parameter_for_the_steps_that_follow() {
         chains: &[&["out", "u"]],
         params: &[("c0", 0.5), ("c1", 0.125)],
     };
-    let mut random = Random(13);
+    let mut random = Rng::new(13);
     let mut want = copies(&grids(&case, [30, 20], 1, &mut random, false));
     let mut got = copies(&want);
     by_hand(&case, &mut want, 4);
@@ -672,7 +668,7 @@ fn coefficients_read_at_their_point_need_no_halo_in_a_time_loop_as_in_one_run() 
     // a halo of 0, and so does the time loop (`y -> x`), on several workers in skewed tiles
     // (39,168 points, Dirichlet faces) as on one, matching `run()` then swap bit for bit.
     let shape = [34, 32, 36];
-    let mut random = Random(0xd1a);
+    let mut random = Rng::new(0xd1a);
     let diagonals: Vec<Grid3<f64>> = (0..7)
         .map(|_| {
             let mut a = Grid3::<f64>::with_halo(shape, 0).unwrap();
@@ -749,7 +745,7 @@ fn the_macro_generates_a_typed_time_loop_from_the_rotate_attribute() {
         chains: &[&["u_next", "u", "u_prev"]],
         params: &[("c", 0.2)],
     };
-    let mut random = Random(14);
+    let mut random = Rng::new(14);
     let mut want = copies(&grids(&case, [40, 31], 2, &mut random, false));
     let mut got = copies(&want);
     by_hand(&case, &mut want, 7);
@@ -826,7 +822,7 @@ fn check_emulated<const D: usize>(
     seed: u64,
 ) {
     let gpu = stencil::EmulatedGpu::new();
-    let mut random = Random(seed);
+    let mut random = Rng::new(seed);
     for steps in [1, 2, 3, 6, 7] {
         let mut want = copies(&grids(case, shape, 2, &mut random, !constant));
         if constant {
@@ -1020,7 +1016,7 @@ fn emulated_kernels_agree_in_every_thread_and_block_order() {
         (Order::Shuffled(11), Order::Shuffled(12)),
     ];
     let case = heat_case();
-    let mut random = Random(40);
+    let mut random = Rng::new(40);
     let initial = copies(&grids(&case, [6, 7, 35], 1, &mut random, false));
     let gpu = stencil::EmulatedGpu::new();
     let kernel = case.stencil.kernel();

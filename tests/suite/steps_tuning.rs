@@ -10,14 +10,14 @@ use stencil::prelude::*;
 use stencil::{CpuSchedule, LoopReport, Schedule, TunePolicy, TuningCache, TuningSource};
 
 use crate::common;
-use common::heat;
+use stencil::kernels::jacobi7;
 
 const ROLE_VAR: &str = "STENCIL_STEPS_TUNING_TEST_ROLE";
 const CACHE_VAR: &str = "STENCIL_STEPS_TUNING_TEST_CACHE";
 
 /// `steps` steps of the time loop on `u` (and `out`), tuned with the cache at `path`.
 fn time_loop(u: &mut Grid3<f64>, out: &mut Grid3<f64>, steps: usize, path: &Path) -> LoopReport {
-    Steps::new(heat::stencil())
+    Steps::new(jacobi7::stencil())
         .rotate(&["out", "u"])
         .grid("u", u)
         .grid("out", out)
@@ -34,7 +34,7 @@ fn by_hand(u: &Grid3<f64>, steps: usize) -> Vec<f64> {
     let mut u = u.repadded(u.padding()).unwrap();
     let mut out = u.like();
     for _ in 0..steps {
-        heat(&u, &mut out, 0.4, 0.1)
+        jacobi7(&u, &mut out, 0.4, 0.1)
             .schedule(Schedule::Cpu(CpuSchedule::default()))
             .run()
             .unwrap();

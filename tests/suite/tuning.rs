@@ -15,7 +15,8 @@ use stencil::prelude::*;
 use stencil::{Schedule, TunePolicy, TuneReport, TuningCache, TuningSource};
 
 use crate::common;
-use common::{N, heat};
+use common::N;
+use stencil::kernels::jacobi7;
 
 stencil! {
     fn blur(u: &Grid2<f64>, out: &mut Grid2<f64>) {
@@ -96,7 +97,7 @@ fn first_call_tunes_correctly_then_remembers_and_another_process_hits_the_cache(
         _ => temp_cache("first-call"),
     };
     let launch = |u: &Grid3<f64>, out: &mut Grid3<f64>| -> TuneReport {
-        heat(u, out, C0, C1)
+        jacobi7(u, out, C0, C1)
             .tune(TunePolicy::Quick)
             .tuning_cache(TuningCache::at(&path))
             .run_with_report()
@@ -149,7 +150,7 @@ fn off_measures_nothing_and_an_explicit_schedule_is_never_tuned() {
     let path = temp_cache("off");
     let (u, mut out) = grids(11);
     let want = expected(&u);
-    let report = heat(&u, &mut out, C0, C1)
+    let report = jacobi7(&u, &mut out, C0, C1)
         .tune(TunePolicy::Off)
         .tuning_cache(TuningCache::at(&path))
         .run_with_report()
@@ -169,7 +170,7 @@ fn off_measures_nothing_and_an_explicit_schedule_is_never_tuned() {
 
     let schedule = Schedule::Cpu(stencil::CpuSchedule::default());
     out.fill(f64::NAN);
-    let report = heat(&u, &mut out, C0, C1)
+    let report = jacobi7(&u, &mut out, C0, C1)
         .schedule(schedule)
         .tuning_cache(TuningCache::at(&path))
         .run_with_report()
@@ -228,7 +229,7 @@ fn a_corrupt_cache_never_crashes_a_run() {
     std::fs::write(&path, "{ this is not json").expect("write");
     let (u, mut out) = grids(3);
     let want = expected(&u);
-    let report = heat(&u, &mut out, C0, C1)
+    let report = jacobi7(&u, &mut out, C0, C1)
         .tune(TunePolicy::Quick)
         .tuning_cache(TuningCache::at(&path))
         .run_with_report()

@@ -7,7 +7,7 @@
 //! capturing, so events of tests running on other threads are never seen. (A subscriber set
 //! as the thread's default only around each call loses events: `tracing` caches whether a
 //! call site is wanted, and another test's thread that meets the site first, with no
-//! subscriber, can leave it cached as unwanted.) The sweep tunes `heat` into a cache file of its own: the tuning memo is the
+//! subscriber, can leave it cached as unwanted.) The sweep tunes `jacobi7` into a cache file of its own: the tuning memo is the
 //! process's and its key holds the cache's path, so another module of this binary that tunes
 //! the same kernel on the same shape without a cache cannot make the call `Remembered`. (The
 //! time loop's `diffuse` is this module's own kernel, and tuned without a cache: with one, the
@@ -24,7 +24,8 @@ use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
 use crate::common;
-use common::{N, heat, temp_cache};
+use common::{N, temp_cache};
+use stencil::kernels::jacobi7;
 
 stencil! {
     #[rotate(out -> u)]
@@ -140,7 +141,7 @@ fn a_tuned_sweep_emits_one_info_event_with_its_fields() {
     let u = grid(1);
     let mut out = u.like();
     let (report, events) = capture.tuned_events(|| {
-        heat(&u, &mut out, 0.4, 0.1)
+        jacobi7(&u, &mut out, 0.4, 0.1)
             .tune(TunePolicy::Quick)
             .tuning_cache(cache.clone())
             .run_with_report()
@@ -151,7 +152,7 @@ fn a_tuned_sweep_emits_one_info_event_with_its_fields() {
     let event = &events[0];
     assert_eq!(event.level, Level::INFO);
     assert_eq!(event.target, "stencil::tuning");
-    assert_eq!(field(event, "kernel"), "heat");
+    assert_eq!(field(event, "kernel"), "jacobi7");
     assert_eq!(field(event, "shape"), format!("[{N}, {N}, {N}]"));
     assert_eq!(field(event, "trials"), report.trials.to_string());
     assert_eq!(field(event, "schedule"), report.description);
@@ -168,7 +169,7 @@ fn a_tuned_sweep_emits_one_info_event_with_its_fields() {
 
     // The same call again is remembered: no tuning, no event.
     let (again, events) = capture.tuned_events(|| {
-        heat(&u, &mut out, 0.4, 0.1)
+        jacobi7(&u, &mut out, 0.4, 0.1)
             .tune(TunePolicy::Quick)
             .tuning_cache(cache.clone())
             .run_with_report()

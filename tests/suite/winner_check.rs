@@ -299,7 +299,7 @@ fn a_right_f32_winner_is_kept_under_the_per_point_bound() {
     // on the smooth field and on random values.
     let mut backend = OneWrongVariant::new(false);
     backend.planted = EmulatedGpu::new();
-    let mut rng = stencil_core::rng::Rng::new(7);
+    let mut rng = stencil_test_support::Rng::new(7);
     let mut random = Grid2::<f32>::new([24, 44]).unwrap();
     random.fill_with(|_| rng.uniform(-1.0, 1.0) as f32);
     random.update_halo();

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use evaluator::{Program, Real};
 use stencil::prelude::*;
 use stencil::{Backend, CpuBackend, Element, Grid, Launch, Schedule, TunePolicy};
+use stencil_test_support::Rng;
+use stencil_test_support::grid::{fill_random, poison};
 
 /// Defines the kernels and keeps their text: the evaluator reads exactly what the macro read.
 macro_rules! kernels_with_source {
@@ -33,18 +35,6 @@ kernels_with_source! {
     fn lopsided(u: &Grid3<f32>, w: &Grid3<f32>, out: &mut Grid3<f32>, c: f32) {
         out[i, j, k] = 0.375 * u[i-2, j, k] - 0.125 * u[i+1, j, k] + c * (u[i, j-1, k+2] - 0.5 * u[i, j+2, k])
             + 0.0625 * u[i+1, j+1, k-1] - w[i, j, k-2] * u[i, j, k] + 0.25 * w[i, j+1, k];
-    }
-}
-
-/// A small deterministic generator, independent of the library's.
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 }
 
@@ -125,11 +115,11 @@ fn every_boundary_condition_over_several_steps_matches_the_source() {
         Boundary::ZeroGradient,
         Boundary::Reflect,
     ] {
-        let mut rng = Lcg(7);
+        let mut rng = Rng::new(7);
         let mut u = Grid2::<f64>::with_halo(shape, 2).unwrap();
         let mut v = Grid2::<f64>::with_halo(shape, 2).unwrap();
-        u.fill_with(|_| rng.next());
-        v.fill_with(|_| rng.next());
+        fill_random(&mut u, &mut rng, (-1.0, 1.0));
+        fill_random(&mut v, &mut rng, (-1.0, 1.0));
         u.set_boundary(boundary);
         v.set_boundary(boundary);
         let mut want_u = interior(&u);
@@ -137,8 +127,8 @@ fn every_boundary_condition_over_several_steps_matches_the_source() {
         for step in 0..4 {
             let mut a = Grid2::<f64>::with_halo(shape, 2).unwrap();
             let mut b = Grid2::<f64>::with_halo(shape, 2).unwrap();
-            a.fill(f64::NAN);
-            b.fill(f64::NAN);
+            poison(&mut a, f64::NAN);
+            poison(&mut b, f64::NAN);
             let report = waves(&u, &v, &mut a, &mut b, dt, h)
                 .without_tuning_cache()
                 .run_with_report()
@@ -185,11 +175,11 @@ fn every_sampled_schedule_on_padded_grids_matches_the_source() {
     let shape = [9usize, 11, 21];
     let c = 0.7f32;
     let params: HashMap<String, f32> = [("c".into(), c)].into();
-    let mut rng = Lcg(11);
+    let mut rng = Rng::new(11);
     let mut u = Grid3::<f32>::with_padding(shape, 2, 1).unwrap();
     let mut w = Grid3::<f32>::with_padding(shape, 2, 1).unwrap();
-    u.fill_with(|_| rng.next() as f32);
-    w.fill_with(|_| rng.next() as f32);
+    fill_random(&mut u, &mut rng, (-1.0, 1.0));
+    fill_random(&mut w, &mut rng, (-1.0, 1.0));
     u.set_boundary(Boundary::Periodic);
     w.set_boundary(Boundary::ZeroGradient);
     let (want_u, want_w) = (interior(&u), interior(&w));
@@ -210,7 +200,7 @@ fn every_sampled_schedule_on_padded_grids_matches_the_source() {
     assert!(schedules.len() > 3);
     for schedule in schedules.into_iter().map(Some).chain([None]) {
         let mut out = Grid3::<f32>::with_padding(shape, 2, 1).unwrap();
-        out.fill(f32::NAN);
+        poison(&mut out, f32::NAN);
         let mut launch = Launch::new(lopsided::stencil())
             .input("u", &u)
             .input("w", &w)

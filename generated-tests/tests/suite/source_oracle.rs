@@ -19,20 +19,10 @@ use stencil::{
     Backend, Boundary, CpuBackend, Element, Grid, Kernel, Launch, Schedule, Stencil, TunePolicy,
 };
 use stencil_generated_tests::{Generated, generated_f32, generated_f64};
+use stencil_test_support::Rng;
+use stencil_test_support::grid::poisoned_grid;
 
 use crate::sampled;
-
-/// A small deterministic generator, independent of the library's.
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
-}
 
 /// Inputs with random interiors and random user-managed halos, and random parameters.
 struct Case<T: Element, const D: usize> {
@@ -47,7 +37,7 @@ fn case<T: Element + Real, const D: usize>(
     halo: usize,
     seed: u64,
 ) -> Case<T, D> {
-    let mut rng = Lcg(seed);
+    let mut rng = Rng::new(seed);
     let inputs = program
         .fields
         .iter()
@@ -56,7 +46,7 @@ fn case<T: Element + Real, const D: usize>(
             let mut g = Grid::<T, D>::with_halo(shape, halo).unwrap();
             g.set_boundary(Boundary::UserManaged);
             for_each_point(shape, halo as isize, |p| {
-                g.set(p, T::of_f64(rng.next())).unwrap();
+                g.set(p, T::of_f64(rng.uniform(-1.0, 1.0))).unwrap();
             });
             (name.clone(), g)
         })
@@ -64,7 +54,7 @@ fn case<T: Element + Real, const D: usize>(
     let params = program
         .params
         .iter()
-        .map(|name| (name.clone(), T::of_f64(rng.next())))
+        .map(|name| (name.clone(), T::of_f64(rng.uniform(-1.0, 1.0))))
         .collect();
     Case {
         shape,
@@ -103,8 +93,7 @@ fn launch<T: Element + Real, const D: usize>(
         .iter()
         .filter(|(_, output)| *output)
         .map(|(name, _)| {
-            let mut g = Grid::<T, D>::with_halo(case.shape, halo).unwrap();
-            g.fill(T::of_f64(f64::NAN));
+            let g = poisoned_grid(case.shape, halo, T::of_f64(f64::NAN));
             (name.clone(), g)
         })
         .collect();

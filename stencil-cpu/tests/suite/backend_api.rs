@@ -48,7 +48,7 @@ fn an_output_layout_not_from_geometry_new_is_refused_and_left_alone() {
     let backend = CpuBackend::global();
     let stencil = Stencil::new(shift_kernel()).unwrap();
     let mut rng = common::Rng::new(7);
-    let input = TestGrid::<f64>::random(&[6, 5], 1, &mut rng, (0.0, 1.0), None);
+    let input = TestGrid::<f64>::random(&[6, 5], 1, &mut rng, (0.0, 1.0));
     let mut output = TestGrid::<f64>::poisoned(&[6, 5], 1);
     let mut geom = output.geom;
     // Rows of this layout overlap (consecutive rows start one element apart).
@@ -87,7 +87,7 @@ fn a_thread_limit_below_the_pool_size_is_respected() {
     let mut rng = common::Rng::new(11);
     // Above `INLINE_POINTS`, so the job runs on the pool.
     let shape = [64, stencil_cpu::INLINE_POINTS / 32];
-    let input = TestGrid::<f64>::random(&shape, 1, &mut rng, (0.0, 1.0), None);
+    let input = TestGrid::<f64>::random(&shape, 1, &mut rng, (0.0, 1.0));
     for threads in [1, 2] {
         WORKERS.lock().unwrap().clear();
         let mut output = TestGrid::<f64>::poisoned(&shape, 0);
@@ -140,7 +140,7 @@ fn run_loops_get_whole_runs_and_their_register_block_while_row_loops_get_rows() 
     let backend = CpuBackend::new(1).unwrap();
     let mut rng = common::Rng::new(5);
     let shape = [7, 9];
-    let input = TestGrid::<f64>::random(&shape, 1, &mut rng, (0.0, 1.0), None);
+    let input = TestGrid::<f64>::random(&shape, 1, &mut rng, (0.0, 1.0));
     let runs = Stencil::with_cpu_runs(shift_kernel(), run_rows).unwrap();
     // Tiles of 3 rows over 7: runs of 3, 3 and 1 rows; a row block of 4 points cuts each
     // run into column blocks of 4, 4 and 1 points.

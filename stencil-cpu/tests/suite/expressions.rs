@@ -194,7 +194,11 @@ fn math_point<T: Element>(x: T, y: T) -> T {
     } else {
         y * c(2.0)
     };
-    s + t + x.powf(c(2.0)) + (y * c(10.0)).floor() - (x * c(3.0)).ceil()
+    // The exponent is opaque to the optimiser, which would otherwise turn `powf(x, 2)` into
+    // `x * x`: in f32 that differs from the library's `powf`, which the kernel's `pow` calls,
+    // in the last bit for some inputs.
+    let square = x.powf(std::hint::black_box(c(2.0)));
+    s + t + square + (y * c(10.0)).floor() - (x * c(3.0)).ceil()
         + x.tanh()
         + y.cos()
         + (x * c(0.5)).tan()

@@ -13,6 +13,7 @@ use common::{Case, check_case};
 use stencil_core::row::RowArgs;
 use stencil_core::{ElemType, Element, FieldView, Kernel, KernelBuilder, Stencil};
 use stencil_cpu::CpuBackend;
+use stencil_test_support::kernels::heat7;
 
 /// Shapes for 3-D runs: size-1 dimensions, primes, smaller than one tile, and non-dividing.
 const SHAPES_3D: [[usize; 3]; 7] = [
@@ -24,28 +25,6 @@ const SHAPES_3D: [[usize; 3]; 7] = [
     [3, 1, 37],
     [9, 2, 64],
 ];
-
-/// `out = c0 * u + c1 * (u[i-1] + u[i+1] + u[j-1] + u[j+1] + u[k-1] + u[k+1])`.
-fn heat_kernel() -> Kernel {
-    let mut b = KernelBuilder::new("heat", 3, ElemType::F64);
-    let u = b.input("u");
-    let out = b.output("out");
-    let c0 = b.param("c0");
-    let c1 = b.param("c1");
-    let center = b.read(u, &[0, 0, 0]);
-    let mut sum = b.read(u, &[-1, 0, 0]);
-    for offset in [[1, 0, 0], [0, -1, 0], [0, 1, 0], [0, 0, -1], [0, 0, 1]] {
-        let r = b.read(u, &offset);
-        sum = b.add(sum, r);
-    }
-    let c0 = b.param_ref(c0);
-    let c1 = b.param_ref(c1);
-    let a = b.mul(c0, center);
-    let s = b.mul(c1, sum);
-    let value = b.add(a, s);
-    b.store(out, value);
-    b.finish().unwrap()
-}
 
 fn heat_rows(args: &RowArgs<'_, f64>, outs: &mut [&mut [f64]]) {
     let n = args.len();
@@ -82,7 +61,7 @@ fn heat_expected(inputs: &[FieldView<'_, f64>], p: &[f64], at: &[isize]) -> Vec<
 
 #[test]
 fn seven_point_3d_f64_on_odd_shapes_and_halos() {
-    let stencil = Stencil::with_cpu_rows(heat_kernel(), heat_rows).unwrap();
+    let stencil = Stencil::with_cpu_rows(heat7(ElemType::F64), heat_rows).unwrap();
     let mut runs = 0;
     for (input_halo, output_halo) in [(1, 0), (2, 3), (1, 1)] {
         let case = Case {
@@ -106,7 +85,7 @@ fn seven_point_3d_f64_on_odd_shapes_and_halos() {
 
 #[test]
 fn seven_point_on_one_thread_and_on_more_threads_than_cores() {
-    let stencil = Stencil::with_cpu_rows(heat_kernel(), heat_rows).unwrap();
+    let stencil = Stencil::with_cpu_rows(heat7(ElemType::F64), heat_rows).unwrap();
     let case = Case {
         stencil,
         input_halos: vec![1],

@@ -16,7 +16,6 @@ use crate::{ARCHS, quick_or_full, rotated};
 use common::ptxas::{assemble, assemble_batched, ptxas};
 use stencil::{VerifyConfig, verify_with};
 use stencil_core::ir::{Kernel, ReduceOp};
-use stencil_core::rng::Rng;
 use stencil_core::schedule::{GpuSchedule, GpuVariant, Schedule};
 use stencil_core::{Backend, Job, check_support};
 use stencil_core::{
@@ -27,6 +26,7 @@ use stencil_cuda::caps::{DeviceCaps, default_schedule, sample_schedules, schedul
 use stencil_cuda::codegen::{FusedPair, generate_fused, shared_bytes};
 use stencil_cuda::emulator::Order;
 use stencil_cuda::{CodegenOptions, CudaBackend, EmulatedGpu, generate};
+use stencil_test_support::Rng;
 
 /// `y = a * x + y` (vecAXPY), 1-D.
 fn axpy(elem: ElemType) -> Kernel {

@@ -14,7 +14,6 @@ use crate::{ARCHS, quick_or_full, rotated};
 use common::ptxas::{assemble, ptxas};
 use stencil::{VerifyConfig, verify_with};
 use stencil_core::ir::{Kernel, ReduceOp};
-use stencil_core::rng::Rng;
 use stencil_core::schedule::{GpuSchedule, GpuVariant, MergeKind, Schedule};
 use stencil_core::{Backend, Job};
 use stencil_core::{
@@ -25,6 +24,7 @@ use stencil_cuda::caps::{DeviceCaps, default_schedule, sample_schedules, schedul
 use stencil_cuda::codegen::{PlantedReductionBug, check_halos};
 use stencil_cuda::emulator::Order;
 use stencil_cuda::{CodegenOptions, EmulatedGpu, generate, is_reduction_schedule};
+use stencil_test_support::Rng;
 
 /// `s = op(s, x[0, .., 0])` over one input, no output.
 fn plain_read(n_dims: usize, elem: ElemType, op: ReduceOp) -> Kernel {

@@ -20,11 +20,11 @@ use std::collections::BTreeSet;
 use stencil::{
     ElemType, Element, Job, Kernel, Schedule, Stencil, VerifyConfig, verify_steps_with, verify_with,
 };
-use stencil_core::rng::Rng;
 use stencil_core::schedule::GpuSchedule;
 use stencil_core::{Backend, Geometry, Role};
 use stencil_cuda::caps::DeviceCaps;
 use stencil_cuda::{CodegenOptions, EmulatedGpu, FusedPair, generate, generate_fused};
+use stencil_test_support::Rng;
 
 /// A shape on which no option of the space is illegal for its size (streaming chunks must be
 /// shorter than the outer extent).

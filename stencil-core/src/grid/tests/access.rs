@@ -1,8 +1,9 @@
 //! Layout, point access, rows, bulk writes, staleness, construction and errors.
 
-use super::Random;
+use super::Draw;
 use crate::error::ErrorKind;
 use crate::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Side};
+use crate::rng::Rng;
 use crate::view::ALIGN_BYTES;
 
 fn assert_send_sync<T: Send + Sync>() {}
@@ -72,7 +73,7 @@ fn new_grid_is_zero_with_default_halo_and_dirichlet_zero() {
 
 #[test]
 fn get_set_and_index_round_trip_including_halo() {
-    let mut random = Random::new(10);
+    let mut random = Rng::new(10);
     let shape = [3usize, 4, 5];
     let halo = 2;
     let mut g = Grid3::<f64>::with_halo(shape, halo).unwrap();
@@ -117,7 +118,7 @@ fn index_outside_the_interior_panics() {
 
 #[test]
 fn from_slice_to_vec_and_interior_iter_round_trip() {
-    let mut random = Random::new(11);
+    let mut random = Rng::new(11);
     let shape = [3usize, 5, 7];
     let values: Vec<f32> = (0..105).map(|_| random.value()).collect();
     let g = Grid3::from_slice(shape, 3, &values).unwrap();
@@ -162,7 +163,7 @@ fn fill_with_runs_in_c_order_and_fills_the_halo() {
 
 #[test]
 fn fill_and_map_inplace_refresh_the_halo() {
-    let mut random = Random::new(12);
+    let mut random = Rng::new(12);
     let values: Vec<f64> = (0..6).map(|_| random.value()).collect();
     let mut g = Grid2::from_slice([2, 3], 2, &values).unwrap();
     g.set_boundary(Boundary::ZeroGradient);
@@ -221,7 +222,7 @@ fn staleness_tracks_interior_writes_and_interior_dependent_faces() {
 
 #[test]
 fn like_copies_geometry_and_boundaries_with_zero_interior() {
-    let mut random = Random::new(13);
+    let mut random = Rng::new(13);
     let mut g = Grid3::<f32>::from_fn([3, 4, 5], 2, |_| random.value()).unwrap();
     g.set_boundary(Boundary::Periodic);
     g.set_face_boundary(2, Side::High, Boundary::Dirichlet(1.5))
@@ -237,7 +238,7 @@ fn like_copies_geometry_and_boundaries_with_zero_interior() {
 
 #[test]
 fn repadded_keeps_every_point_the_boundaries_and_the_halo_state() {
-    let mut random = Random::new(15);
+    let mut random = Rng::new(15);
     let mut g = Grid3::<f64>::from_fn([3, 4, 13], 2, |_| random.value()).unwrap();
     g.set_boundary(Boundary::Periodic);
     g.set([-2, -1, 14], 42.0).unwrap();
@@ -264,7 +265,7 @@ fn repadded_keeps_every_point_the_boundaries_and_the_halo_state() {
 
 #[test]
 fn clone_is_deep() {
-    let mut random = Random::new(14);
+    let mut random = Rng::new(14);
     let g = Grid2::<f64>::from_fn([3, 3], 1, |_| random.value()).unwrap();
     let mut c = g.clone();
     let before = g.to_vec();
@@ -315,7 +316,7 @@ fn misuse_is_an_error() {
 
 #[test]
 fn views_see_the_whole_storage() {
-    let mut random = Random::new(15);
+    let mut random = Rng::new(15);
     let mut g = Grid2::<f64>::from_fn([3, 5], 2, |_| random.value()).unwrap();
     let v = g.view();
     assert_eq!(v.geom, *g.geometry());

@@ -1,8 +1,9 @@
 //! Halo filling: every boundary kind on 1-D to 4-D grids against the point-wise reference,
 //! hand-checked corners, mixed faces, and halos wider than the interior.
 
-use super::{Random, check_faces};
+use super::{Draw, check_faces};
 use crate::grid::{Boundary, Grid, Grid1, Grid2, Grid3, Grid4, Side};
+use crate::rng::Rng;
 
 const KINDS: [Boundary<f64>; 5] = [
     Boundary::Dirichlet(0.75),
@@ -12,8 +13,8 @@ const KINDS: [Boundary<f64>; 5] = [
     Boundary::UserManaged,
 ];
 
-fn random_kind(random: &mut Random) -> Boundary<f64> {
-    match KINDS[random.below(KINDS.len())] {
+fn random_kind(random: &mut Rng) -> Boundary<f64> {
+    match KINDS[random.index(KINDS.len())] {
         Boundary::Dirichlet(_) => Boundary::Dirichlet(random.value()),
         other => other,
     }
@@ -21,7 +22,7 @@ fn random_kind(random: &mut Random) -> Boundary<f64> {
 
 #[test]
 fn every_kind_on_every_face_in_1d() {
-    let mut random = Random::new(1);
+    let mut random = Rng::new(1);
     for kind in KINDS {
         for (n, halo) in [(7, 3), (1, 2), (2, 4), (3, 4), (16, 1), (5, 0)] {
             check_faces([n], halo, [[kind; 2]], &mut random);
@@ -31,7 +32,7 @@ fn every_kind_on_every_face_in_1d() {
 
 #[test]
 fn every_kind_on_every_face_in_2d() {
-    let mut random = Random::new(2);
+    let mut random = Rng::new(2);
     for kind in KINDS {
         for (shape, halo) in [([5, 9], 2), ([1, 3], 3), ([3, 2], 4), ([17, 33], 4)] {
             check_faces(shape, halo, [[kind; 2]; 2], &mut random);
@@ -41,7 +42,7 @@ fn every_kind_on_every_face_in_2d() {
 
 #[test]
 fn every_kind_on_every_face_in_3d() {
-    let mut random = Random::new(3);
+    let mut random = Rng::new(3);
     for kind in KINDS {
         for (shape, halo) in [([4, 5, 6], 2), ([2, 1, 3], 3), ([3, 7, 2], 1)] {
             check_faces(shape, halo, [[kind; 2]; 3], &mut random);
@@ -51,7 +52,7 @@ fn every_kind_on_every_face_in_3d() {
 
 #[test]
 fn every_kind_in_4d_and_in_f32() {
-    let mut random = Random::new(4);
+    let mut random = Rng::new(4);
     for kind in KINDS {
         check_faces([3, 2, 4, 5], 2, [[kind; 2]; 4], &mut random);
         let kind32 = match kind {
@@ -67,7 +68,7 @@ fn every_kind_in_4d_and_in_f32() {
 
 #[test]
 fn random_mixed_faces_in_2d_and_3d() {
-    let mut random = Random::new(5);
+    let mut random = Rng::new(5);
     for _ in 0..60 {
         let faces2 = [
             [random_kind(&mut random), random_kind(&mut random)],
@@ -82,7 +83,7 @@ fn random_mixed_faces_in_2d_and_3d() {
 
 #[test]
 fn periodic_2d_corners_hold_the_wrapped_interior_corners() {
-    let mut random = Random::new(6);
+    let mut random = Rng::new(6);
     let (n0, n1) = (5usize, 7usize);
     let mut g = Grid2::<f64>::from_fn([n0, n1], 2, |_| random.value()).unwrap();
     g.set_boundary(Boundary::Periodic);
@@ -99,7 +100,7 @@ fn periodic_2d_corners_hold_the_wrapped_interior_corners() {
 
 #[test]
 fn zero_gradient_3d_corners_hold_the_nearest_interior_corner() {
-    let mut random = Random::new(7);
+    let mut random = Rng::new(7);
     let shape = [4usize, 5, 6];
     let mut g = Grid3::<f64>::from_fn(shape, 3, |_| random.value()).unwrap();
     g.set_boundary(Boundary::ZeroGradient);
@@ -112,7 +113,7 @@ fn zero_gradient_3d_corners_hold_the_nearest_interior_corner() {
 
 #[test]
 fn mixed_dirichlet_and_periodic_edges_follow_the_later_dimension() {
-    let mut random = Random::new(8);
+    let mut random = Rng::new(8);
     let mut g = Grid2::<f64>::from_fn([4, 5], 2, |_| random.value()).unwrap();
     // Dimension 0 Dirichlet, dimension 1 periodic: the corner copies (periodically, along
     // dimension 1) a point of dimension 0's halo, which holds the Dirichlet value.
@@ -175,7 +176,7 @@ fn user_managed_faces_keep_what_the_user_wrote() {
 
 #[test]
 fn stale_halo_is_refreshed_by_update_halo() {
-    let mut random = Random::new(9);
+    let mut random = Rng::new(9);
     let mut g = Grid4::<f64>::from_fn([2, 3, 2, 4], 1, |_| random.value()).unwrap();
     g.set_boundary(Boundary::Periodic);
     g[[0, 0, 0, 0]] = 42.0;
@@ -275,17 +276,17 @@ fn staged_fill<const D: usize>(
 
 #[test]
 fn a_halo_filled_plane_by_plane_equals_a_whole_fill() {
-    let mut random = Random::new(21);
+    let mut random = Rng::new(21);
     for round in 0..120 {
-        let chunk = 1 + random.below(3);
+        let chunk = 1 + random.index(3);
         let faces3: [[Boundary<f64>; 2]; 3] =
             std::array::from_fn(|_| [random_kind(&mut random), random_kind(&mut random)]);
         let shape = [
-            1 + random.below(6),
-            1 + random.below(5),
-            1 + random.below(7),
+            1 + random.index(6),
+            1 + random.index(5),
+            1 + random.index(7),
         ];
-        let halo = random.below(4);
+        let halo = random.index(4);
         let mut g = Grid3::<f64>::from_fn(shape, halo, |_| random.value()).unwrap();
         // Arbitrary values in the halo too: user-managed faces keep them.
         for v in g.as_mut_slice() {
@@ -309,7 +310,7 @@ fn a_halo_filled_plane_by_plane_equals_a_whole_fill() {
         );
         // 1-D and 2-D.
         let faces1 = [[random_kind(&mut random), random_kind(&mut random)]];
-        let g1 = Grid1::<f64>::from_fn([1 + random.below(9)], random.below(4), |_| random.value())
+        let g1 = Grid1::<f64>::from_fn([1 + random.index(9)], random.index(4), |_| random.value())
             .unwrap();
         let mut whole = g1.as_slice().to_vec();
         crate::grid::fill_halo(
@@ -322,7 +323,7 @@ fn a_halo_filled_plane_by_plane_equals_a_whole_fill() {
         assert_eq!(staged_fill(&g1, &faces1, chunk), whole, "1-D round {round}");
         let faces2: [[Boundary<f64>; 2]; 2] =
             std::array::from_fn(|_| [random_kind(&mut random), random_kind(&mut random)]);
-        let g2 = Grid2::<f64>::from_fn([1 + random.below(7), 1 + random.below(6)], 2, |_| {
+        let g2 = Grid2::<f64>::from_fn([1 + random.index(7), 1 + random.index(6)], 2, |_| {
             random.value()
         })
         .unwrap();

@@ -1,4 +1,4 @@
-//! Tests of the grid module, with the helpers they share: a seeded random source and an
+//! Tests of the grid module, with the helpers they share: values from the seeded generator and an
 //! independent, point-by-point reference for halo values.
 //!
 //! The reference follows the documented rule directly (the last dimension in which a point
@@ -12,33 +12,19 @@ mod halo;
 mod ndarray_interop;
 
 use crate::element::Element;
+use crate::rng::Rng;
 
 use super::{Boundary, Grid, Side};
 
-/// SplitMix64: a small deterministic random source for test data.
-pub(super) struct Random(u64);
-
-impl Random {
-    pub(super) fn new(seed: u64) -> Self {
-        Random(seed)
-    }
-
-    pub(super) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
+/// Test values from the crate's generator.
+pub(super) trait Draw {
     /// Uniform in `[-1, 1)`, never exactly zero in practice.
-    pub(super) fn value<T: Element>(&mut self) -> T {
-        T::from_f64((self.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
-    }
+    fn value<T: Element>(&mut self) -> T;
+}
 
-    /// Uniform in `0..n`.
-    pub(super) fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+impl Draw for Rng {
+    fn value<T: Element>(&mut self) -> T {
+        T::from_f64(self.uniform(-1.0, 1.0))
     }
 }
 
@@ -119,7 +105,7 @@ pub(super) fn check_faces<T: Element, const D: usize>(
     shape: [usize; D],
     halo: usize,
     faces: [[Boundary<T>; 2]; D],
-    random: &mut Random,
+    random: &mut Rng,
 ) {
     let mut grid = Grid::<T, D>::from_fn(shape, halo, |_| random.value()).unwrap();
     // Every face user-managed while the halo gets random values, so the faces that stay

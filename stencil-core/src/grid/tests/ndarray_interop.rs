@@ -2,13 +2,14 @@
 
 use ndarray::{Array3, ArrayView1, ArrayView2, ShapeBuilder};
 
-use super::Random;
+use super::Draw;
 use crate::error::ErrorKind;
 use crate::grid::{Boundary, Grid1, Grid2, Grid3};
+use crate::rng::Rng;
 
 #[test]
 fn interior_view_equals_to_vec_without_copying() {
-    let mut random = Random::new(20);
+    let mut random = Rng::new(20);
     let g = Grid3::<f64>::from_fn([3, 4, 5], 2, |_| random.value()).unwrap();
     let a = g.interior();
     assert_eq!(a.shape(), &[3, 4, 5]);
@@ -22,7 +23,7 @@ fn interior_view_equals_to_vec_without_copying() {
 
 #[test]
 fn mutation_through_interior_mut_reaches_the_grid_and_marks_stale() {
-    let mut random = Random::new(21);
+    let mut random = Rng::new(21);
     let mut g = Grid2::<f32>::from_fn([4, 6], 3, |_| random.value()).unwrap();
     g.set_boundary(Boundary::Periodic);
     let before = g.to_vec();
@@ -42,7 +43,7 @@ fn mutation_through_interior_mut_reaches_the_grid_and_marks_stale() {
 
 #[test]
 fn from_array_reads_any_memory_order() {
-    let mut random = Random::new(22);
+    let mut random = Rng::new(22);
     // A Fortran-order array: logical order differs from memory order.
     let values: Vec<f64> = (0..24).map(|_| random.value()).collect();
     let f = Array3::from_shape_vec((2, 3, 4).f(), values).unwrap();

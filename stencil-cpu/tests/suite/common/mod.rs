@@ -1,124 +1,43 @@
-//! Test support: random grids, NaN-poisoned outputs, and a checker that runs a stencil under
-//! many schedules through the CPU backend and compares with independent expectations.
+//! What this suite's tests share beyond `stencil_test_support`: values drawn in levels, and a
+//! checker that runs a stencil under many schedules through the CPU backend and compares with
+//! independent expectations.
 //!
-//! Grids are plain `Vec<T>` storage laid out by `stencil_core::Geometry` (no `Grid` type).
-//! Every input element, halo and padding included, is random; every output element starts as
-//! NaN, so a point the backend forgets stays NaN and a point it writes outside the interior
-//! stops being NaN.
+//! Grids are plain `Vec<T>` storage laid out by `stencil_core::Geometry` (no `Grid` type,
+//! `stencil_test_support::storage::TestGrid`). Every input element, halo and padding included,
+//! is random; every output element starts as NaN, so a point the backend forgets stays NaN and
+//! a point it writes outside the interior stops being NaN.
 
 #![allow(dead_code)] // Each test binary uses a different part of this module.
 
-use stencil_core::{
-    Backend, CpuSchedule, Element, FieldView, FieldViewMut, Geometry, Job, MAX_DIMS, Schedule,
-    Stencil,
-};
+use stencil_core::{Backend, CpuSchedule, Element, FieldView, Job, MAX_DIMS, Schedule, Stencil};
 use stencil_cpu::CpuBackend;
+pub(crate) use stencil_test_support::Rng;
+pub(crate) use stencil_test_support::interp::same;
+pub(crate) use stencil_test_support::storage::{TestGrid, for_each_point};
 
-/// A small deterministic generator (SplitMix64): tests must not depend on the clock.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    /// A generator with a fixed seed.
-    pub(crate) fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[low, high)`.
-    pub(crate) fn uniform<T: Element>(&mut self, low: f64, high: f64) -> T {
-        let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        T::from_f64(low + (high - low) * unit)
-    }
-
-    /// A value of `range`: uniform, or, with `Some(d)`, a random multiple of `1 / d` (so that
-    /// comparisons with constants such as 0.3 or 0 hit equality now and then).
-    pub(crate) fn value<T: Element>(&mut self, (low, high): (f64, f64), levels: Option<u32>) -> T {
-        match levels {
-            None => self.uniform(low, high),
-            Some(d) => {
-                let d = f64::from(d);
-                let k = self.uniform::<f64>(low * d, high * d).floor();
-                T::from_f64(k / d)
-            }
+/// A value of `range`: uniform, or, with `Some(d)`, a random multiple of `1 / d` (so that
+/// comparisons with constants such as 0.3 or 0 hit equality now and then).
+pub(crate) fn value<T: Element>(rng: &mut Rng, (low, high): (f64, f64), levels: Option<u32>) -> T {
+    match levels {
+        None => T::from_f64(rng.uniform(low, high)),
+        Some(d) => {
+            let d = f64::from(d);
+            let k = rng.uniform(low * d, high * d).floor();
+            T::from_f64(k / d)
         }
     }
 }
 
-/// A grid's layout and storage.
-pub(crate) struct TestGrid<T> {
-    pub(crate) geom: Geometry,
-    pub(crate) data: Vec<T>,
-}
-
-impl<T: Element> TestGrid<T> {
-    /// Every element (halo and padding included) a random [`Rng::value`].
-    pub(crate) fn random(
-        shape: &[usize],
-        halo: usize,
-        rng: &mut Rng,
-        range: (f64, f64),
-        levels: Option<u32>,
-    ) -> Self {
-        let geom = Geometry::new(shape, halo, std::mem::size_of::<T>()).unwrap();
-        let data = (0..geom.len).map(|_| rng.value(range, levels)).collect();
-        TestGrid { geom, data }
-    }
-
-    /// Every element NaN.
-    pub(crate) fn poisoned(shape: &[usize], halo: usize) -> Self {
-        let geom = Geometry::new(shape, halo, std::mem::size_of::<T>()).unwrap();
-        TestGrid {
-            geom,
-            data: vec![T::NAN; geom.len],
-        }
-    }
-
-    pub(crate) fn view(&self) -> FieldView<'_, T> {
-        FieldView {
-            geom: self.geom,
-            data: &self.data,
-        }
-    }
-
-    pub(crate) fn view_mut(&mut self) -> FieldViewMut<'_, T> {
-        FieldViewMut {
-            geom: self.geom,
-            data: &mut self.data,
-        }
-    }
-}
-
-/// Calls `f` at every point of the interior `shape`, in C order.
-pub(crate) fn for_each_point(shape: &[usize], mut f: impl FnMut(&[isize])) {
-    let mut point = vec![0isize; shape.len()];
-    loop {
-        f(&point);
-        let mut d = shape.len();
-        loop {
-            if d == 0 {
-                return;
-            }
-            d -= 1;
-            point[d] += 1;
-            if (point[d] as usize) < shape[d] {
-                break;
-            }
-            point[d] = 0;
-        }
-    }
-}
-
-/// Whether two values are the same bit pattern (NaNs compare equal to NaNs).
-pub(crate) fn same<T: Element>(a: T, b: T) -> bool {
-    (a.is_nan() && b.is_nan()) || a.to_f64().to_bits() == b.to_f64().to_bits()
+/// A grid of `shape` with `halo` whose every element (halo and padding included) is a random
+/// [`value`].
+pub(crate) fn random_grid<T: Element>(
+    shape: &[usize],
+    halo: usize,
+    rng: &mut Rng,
+    range: (f64, f64),
+    levels: Option<u32>,
+) -> TestGrid<T> {
+    TestGrid::from_rng(shape, halo, rng, |rng| value(rng, range, levels))
 }
 
 /// Asserts that `grid`'s interior holds `expected(point)` exactly and everything else is NaN.
@@ -163,7 +82,7 @@ pub(crate) struct Case<'e, T: Element> {
     pub(crate) output_halos: Vec<usize>,
     /// Range of the random input values.
     pub(crate) input_range: (f64, f64),
-    /// `Some(d)`: inputs are multiples of `1 / d` (see [`Rng::value`]); `None`: uniform.
+    /// `Some(d)`: inputs are multiples of `1 / d` (see [`value`]); `None`: uniform.
     pub(crate) input_levels: Option<u32>,
     pub(crate) params: Vec<T>,
     /// Expected value of every output at `point`, from the input views (independent of the
@@ -207,7 +126,7 @@ pub(crate) fn check_case<T: Element>(
     let inputs: Vec<TestGrid<T>> = case
         .input_halos
         .iter()
-        .map(|&h| TestGrid::random(shape, h, &mut rng, case.input_range, case.input_levels))
+        .map(|&h| random_grid(shape, h, &mut rng, case.input_range, case.input_levels))
         .collect();
     let input_views: Vec<FieldView<'_, T>> = inputs.iter().map(TestGrid::view).collect();
 

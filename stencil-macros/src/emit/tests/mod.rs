@@ -5,6 +5,7 @@ mod point_eval;
 mod replay;
 
 use proc_macro2::TokenStream;
+use stencil_core::rng::Rng;
 use stencil_core::view::{FieldView, Geometry};
 use stencil_core::{ElemType, Kernel, interp};
 
@@ -270,18 +271,6 @@ fn replay_order_keeps_arena_and_statement_order() {
     assert_eq!(stmts, (0..kernel.body.len()).collect::<Vec<_>>());
 }
 
-/// A small deterministic generator (xorshift), values in [-1, 1).
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-    }
-}
-
 /// `kernel` with each reduction turned into an output grid after the others, given the
 /// reduction's value: the interpreter's values of those are the values the point loop writes
 /// into the reductions' runs.
@@ -310,7 +299,7 @@ fn reductions_as_outputs(kernel: &Kernel) -> Kernel {
 /// Kernels with reductions fold their points into blocks (`__point_loop_reducing`), which
 /// this point-by-point evaluator does not run; `tests/suite/reductions.rs` checks them bit for
 /// bit through the CPU backend.
-fn check_point_loop(kernel: &Kernel, random: &mut Random) {
+fn check_point_loop(kernel: &Kernel, random: &mut Rng) {
     if kernel.has_reductions() {
         return;
     }
@@ -320,7 +309,7 @@ fn check_point_loop(kernel: &Kernel, random: &mut Random) {
     let geom = Geometry::new(&shape, 8, 8).unwrap();
     let grids: Vec<Vec<f64>> = kernel
         .inputs()
-        .map(|_| (0..geom.len).map(|_| random.next()).collect())
+        .map(|_| (0..geom.len).map(|_| random.uniform(-1.0, 1.0)).collect())
         .collect();
     let views: Vec<FieldView<'_, f64>> =
         grids.iter().map(|data| FieldView { geom, data }).collect();
@@ -342,7 +331,11 @@ fn check_point_loop(kernel: &Kernel, random: &mut Random) {
         kernel.name
     );
     for (round, point) in (0..24).map(|r| (r, vec![r % 3; n_dims])) {
-        let params: Vec<f64> = kernel.params.iter().map(|_| random.next() * 4.0).collect();
+        let params: Vec<f64> = kernel
+            .params
+            .iter()
+            .map(|_| random.uniform(-1.0, 1.0) * 4.0)
+            .collect();
         let point: Vec<isize> = point;
         let read = |input: usize, offset: [isize; 4]| {
             let at: Vec<isize> = point.iter().zip(offset).map(|(p, o)| p + o).collect();
@@ -374,7 +367,7 @@ fn check_point_loop(kernel: &Kernel, random: &mut Random) {
 
 #[test]
 fn the_printed_point_loop_computes_what_the_interpreter_computes() {
-    let mut random = Random(0x9e37_79b9_7f4a_7c15);
+    let mut random = Rng::new(0x9e37_79b9_7f4a_7c15);
     for source in KERNELS {
         check_point_loop(&lowered(source), &mut random);
     }
@@ -392,7 +385,7 @@ fn unread_nodes_and_unused_parameters_are_left_out_of_the_loop() {
 
 #[test]
 fn float_literals_round_trip_exactly() {
-    let mut random = Random(12345);
+    let mut random = Rng::new(12345);
     let mut values = vec![
         0.1,
         -0.0,
@@ -402,7 +395,9 @@ fn float_literals_round_trip_exactly() {
         5e-324,
         1.0 / 3.0,
     ];
-    values.extend((0..200).map(|_| random.next() * 10f64.powi((random.next() * 300.0) as i32)));
+    values.extend((0..200).map(|_| {
+        random.uniform(-1.0, 1.0) * 10f64.powi((random.uniform(-1.0, 1.0) * 300.0) as i32)
+    }));
     for value in values {
         let text = float_literal(value, ElemType::F64)
             .to_string()
