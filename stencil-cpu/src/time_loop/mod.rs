@@ -95,6 +95,7 @@
 #[cfg(test)]
 mod audit;
 mod barrier;
+mod blocking;
 #[cfg(test)]
 mod tests;
 mod wavefront;
@@ -108,6 +109,8 @@ use stencil_core::{CpuSchedule, CpuStores, Element, Job, Kernel, Result, Schedul
 use crate::machine::Machine;
 use crate::pool::CpuBackend;
 
+pub(crate) use blocking::TimeBlocking;
+
 /// Temporal blocking depths the tuning space offers: those that divide the steps of a trial
 /// ([`trial_steps`](stencil_core::time_loop::trial_steps): all for loops of 64 steps or more, up
 /// to 8 below), so every candidate runs whole blocks.
@@ -120,27 +123,6 @@ pub const DEFAULT_TIME_DEPTH: usize = 8;
 /// Planes of dimension 0 and rows of dimension 1 of the default tile of a time loop blocked
 /// in tiles (3-D and more, every face of every rotating grid a value or user-managed).
 pub const DEFAULT_TILE: usize = 16;
-
-/// How a time loop is blocked, resolved against the job and the machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TimeBlocking {
-    /// Steps per trip through memory (1: none).
-    pub(crate) depth: usize,
-    /// Planes of dimension 0 per slab.
-    pub(crate) slab: usize,
-    /// Planes each step of a block lags the one before (the kernel's reach along dimension 0).
-    pub(crate) lag: usize,
-    /// Rows of dimension 1 per block of a worker's share of a slab (3-D and more); with
-    /// `tiles`, rows of dimension 1 per tile.
-    pub(crate) block: usize,
-    /// Whether the steps also skew along dimension 1 (tiles of `slab` planes by `block` rows
-    /// carried through every step of a block while in the second-level cache, see
-    /// `wavefront`), rather than each step passing over a whole slab.
-    pub(crate) tiles: bool,
-    /// Rows each step lags the one before along dimension 1 with `tiles` (the kernel's reach
-    /// along dimension 1).
-    pub(crate) lag_y: usize,
-}
 
 impl CpuBackend {
     /// [`Backend::run_steps`](stencil_core::Backend::run_steps) for the CPU: temporal

@@ -79,7 +79,7 @@ use stencil_core::{
     TimeLoop,
 };
 
-use super::TimeBlocking;
+use super::blocking::TimeBlocking;
 use super::barrier::{PoisonOnPanic, SpinBarrier};
 use crate::generic::{GenericRun, Program};
 use crate::input_rows::{InputRows, RowBox};
