@@ -16,6 +16,6 @@ pub enum Location {
     Reduction(ReductionId),
     /// An expression node.
     Expr(ExprId),
-    /// A statement, by position in [`Kernel::body`].
+    /// A statement, by position in [`Kernel::body`](crate::ir::Kernel::body).
     Stmt(usize),
 }

@@ -79,8 +79,8 @@ use stencil_core::{
     TimeLoop,
 };
 
-use super::blocking::TimeBlocking;
 use super::barrier::{PoisonOnPanic, SpinBarrier};
+use super::blocking::TimeBlocking;
 use crate::generic::{GenericRun, Program};
 use crate::input_rows::{InputRows, RowBox};
 use crate::output_rows::OutputRows;
