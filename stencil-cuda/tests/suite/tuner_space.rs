@@ -6,7 +6,7 @@
 //!
 //! A quick run (`cargo test`) takes a seeded sample of each seed kernel's space (sweeps and
 //! fused pairs both) and fewer random stencils; `STENCIL_FULL_TESTS=1` takes every schedule
-//! (about 13 minutes with `ptxas` on two cores).
+//! (with the suite's other full-only parts, about 4 minutes with `ptxas` on two cores).
 //!
 //! Spaces are taken for the described sm_80 device (the static shared-memory cap of 48 KiB
 //! makes the sm_90 space the same); PTX is generated for the small shapes the emulator runs,
