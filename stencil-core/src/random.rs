@@ -280,29 +280,36 @@ fn draw(config: &RandomStencilConfig) -> Recipe {
     }
 }
 
+/// `count` configurations spread over the generator's options, for test sets: seed `s` (0 to
+/// `count - 1`) takes `[2, 3, 1][s % 3]` dimensions, order `1 + s / 3 % 4`, `f64` for even
+/// seeds and `f32` for odd ones, nonlinear terms for every fifth seed, and density
+/// `[0.5, 0.2, 1.0][s % 3]` (other options as [`RandomStencilConfig::new`] sets them).
+pub fn spread_configs(count: u64) -> Vec<RandomStencilConfig> {
+    (0..count)
+        .map(|seed| {
+            let n_dims = [2, 3, 1][(seed % 3) as usize];
+            let order = 1 + (seed / 3 % 4) as u32;
+            let elem = if seed % 2 == 0 {
+                ElemType::F64
+            } else {
+                ElemType::F32
+            };
+            let mut c = RandomStencilConfig::new(n_dims, order, elem, seed);
+            c.nonlinear = seed % 5 == 0;
+            c.density = [0.5, 0.2, 1.0][(seed % 3) as usize];
+            c
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::{features, footprint};
     use crate::verify;
 
-    /// 200 configurations: dimensions 1 to 3, orders 1 to 4, both element types.
     fn configs() -> Vec<RandomStencilConfig> {
-        (0..200u64)
-            .map(|seed| {
-                let n_dims = [2, 3, 1][(seed % 3) as usize];
-                let order = 1 + (seed / 3 % 4) as u32;
-                let elem = if seed % 2 == 0 {
-                    ElemType::F64
-                } else {
-                    ElemType::F32
-                };
-                let mut c = RandomStencilConfig::new(n_dims, order, elem, seed);
-                c.nonlinear = seed % 5 == 0;
-                c.density = [0.5, 0.2, 1.0][(seed % 3) as usize];
-                c
-            })
-            .collect()
+        spread_configs(200)
     }
 
     #[test]

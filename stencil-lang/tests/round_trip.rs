@@ -61,21 +61,7 @@ fn round_trip(k: &Kernel) -> Kernel {
 /// 200 configurations of the generator: dimensions 1 to 3, orders 1 to 4, both element
 /// types, a fifth nonlinear, three densities.
 fn configs() -> Vec<RandomStencilConfig> {
-    (0..200u64)
-        .map(|seed| {
-            let n_dims = [2, 3, 1][(seed % 3) as usize];
-            let order = 1 + (seed / 3 % 4) as u32;
-            let elem = if seed % 2 == 0 {
-                ElemType::F64
-            } else {
-                ElemType::F32
-            };
-            let mut c = RandomStencilConfig::new(n_dims, order, elem, seed);
-            c.nonlinear = seed % 5 == 0;
-            c.density = [0.5, 0.2, 1.0][(seed % 3) as usize];
-            c
-        })
-        .collect()
+    stencil_core::random::spread_configs(200)
 }
 
 #[test]
