@@ -65,6 +65,7 @@ pub mod mpi;
 pub mod output;
 pub mod padding;
 mod parse;
+pub mod stages;
 pub mod steps;
 pub mod tuning;
 pub mod verify;
@@ -72,6 +73,7 @@ pub mod verify;
 pub use launch::Launch;
 pub use padding::{PaddingReport, PaddingTrial};
 pub use parse::parse;
+pub use stages::{Receivers, Sources, Stage, Stages, StagesReport};
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use stencil_core::schedule::{GpuVariant, MergeKind};
 pub use stencil_core::{

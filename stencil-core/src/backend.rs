@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Kernel;
 use crate::job::Job;
 use crate::schedule::{CacheSizes, Schedule, TuningSpace};
+use crate::stages::StageLoop;
 use crate::time_loop::TimeLoop;
 
 /// Restricting a job to a region needs to know whether the backend runs regions, so it
@@ -127,6 +128,26 @@ pub trait Backend<T: Element>: Send + Sync {
     ) -> Result<()> {
         for _ in 0..steps {
             job.step_with(|step| self.run(step, schedule))?;
+        }
+        Ok(())
+    }
+
+    /// Runs `steps` more steps of the multi-stage loop `job` under `schedule` (every stage's
+    /// sweep under its sweep fields), leaving [`StageLoop::done`] advanced by `steps` and the
+    /// receivers' samples appended. Every value left is the one the steps of
+    /// [`StageLoop::step_with`] leave, bit for bit; a backend may block in time across the
+    /// stages. The default runs the steps one after another through [`run`](Self::run).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); steps done before an error are counted in `job`.
+    fn run_stages(
+        &self,
+        job: &mut StageLoop<'_, T>,
+        schedule: &Schedule,
+        steps: usize,
+    ) -> Result<()> {
+        for _ in 0..steps {
+            job.step_with(|stage| self.run(stage, schedule))?;
         }
         Ok(())
     }

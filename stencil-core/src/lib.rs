@@ -31,6 +31,8 @@ pub mod rng;
 pub mod row;
 pub mod schedule;
 pub mod simplify;
+pub mod sparse;
+pub mod stages;
 pub mod stencil;
 pub mod time_loop;
 pub mod verify;
@@ -51,6 +53,7 @@ pub use schedule::{
     CacheSizes, CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule,
     TuningSpace,
 };
+pub use stages::StageLoop;
 pub use stencil::{CpuLoop, Stencil};
 pub use time_loop::{Rotation, TimeLoop};
 pub use verify::{Location, VerifyError, VerifyErrorKind, VerifyErrors, verify};

@@ -161,6 +161,30 @@ impl<T: Element> Backend<T> for CpuBackend {
         }
     }
 
+    /// Temporal blocking across the stages by wavefront, as [`run_steps`](Backend::run_steps)
+    /// blocks one kernel's steps (every stage of a step lags the one before by the largest
+    /// reach of any stage); the steps of [`StageLoop::step_with`](stencil_core::StageLoop::step_with)
+    /// otherwise.
+    ///
+    /// # Errors
+    /// As [`run`](Backend::run).
+    fn run_stages(
+        &self,
+        job: &mut stencil_core::StageLoop<'_, T>,
+        schedule: &Schedule,
+        steps: usize,
+    ) -> Result<()> {
+        match schedule {
+            Schedule::Cpu(s) => self.cpu_run_stages(job, s, steps, |stage| {
+                <Self as Backend<T>>::run(self, stage, schedule)
+            }),
+            other => Err(Error::new(
+                ErrorKind::InvalidSchedule,
+                format!("the CPU backend cannot run schedule {other:?}"),
+            )),
+        }
+    }
+
     /// As many planes of dimension 0 as two slabs of the thickest blocking the tuning
     /// space offers (slab plus lag), and at least enough that the trial grids exceed twice
     /// the last-level cache: every candidate's slabs meet the caches as on the real grids,

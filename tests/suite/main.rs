@@ -24,6 +24,7 @@ mod reductions;
 mod regions;
 mod seeds;
 mod special_values;
+mod stages;
 mod steps;
 mod steps_tuning;
 mod tuning;

@@ -103,8 +103,9 @@ mod wavefront;
 use stencil_core::analysis::radius;
 use stencil_core::grid::Boundary;
 use stencil_core::schedule::{DimValue, SearchSpace, TuningSpace};
-use stencil_core::time_loop::FieldSlot;
-use stencil_core::{CpuSchedule, CpuStores, Element, Job, Kernel, Result, Schedule, TimeLoop};
+use stencil_core::{
+    CpuSchedule, CpuStores, Element, Job, Kernel, Result, Schedule, StageLoop, TimeLoop,
+};
 
 use crate::machine::Machine;
 use crate::pool::CpuBackend;
@@ -137,11 +138,38 @@ impl CpuBackend {
         sweep: impl Fn(&mut Job<'_, T>) -> Result<()>,
     ) -> Result<()> {
         let machine = Machine::detect();
+        let mut stages = StageLoop::of_time_loop(job);
+        let workers = wavefront::workers(self, &stages, schedule);
+        let blocking = time_blocking(machine, &stages, schedule, workers);
+        if blocking.depth <= 1 || steps < 2 {
+            drop(stages);
+            for _ in 0..steps {
+                job.step_with(&sweep)?;
+            }
+            return Ok(());
+        }
+        let result = wavefront::run(self, &mut stages, schedule, blocking, steps);
+        stages.end().apply(job);
+        result
+    }
+
+    /// [`Backend::run_stages`](stencil_core::Backend::run_stages) for the CPU: temporal
+    /// blocking across the stages when the schedule's depth (or the default's) is above 1
+    /// and the grids allow it (as for one kernel), else the steps of
+    /// [`StageLoop::step_with`], each stage through `sweep`.
+    pub(crate) fn cpu_run_stages<T: Element>(
+        &self,
+        job: &mut StageLoop<'_, T>,
+        schedule: &CpuSchedule,
+        steps: usize,
+        mut sweep: impl FnMut(&mut Job<'_, T>) -> Result<()>,
+    ) -> Result<()> {
+        let machine = Machine::detect();
         let workers = wavefront::workers(self, job, schedule);
         let blocking = time_blocking(machine, job, schedule, workers);
         if blocking.depth <= 1 || steps < 2 {
             for _ in 0..steps {
-                job.step_with(&sweep)?;
+                job.step_with(&mut sweep)?;
             }
             return Ok(());
         }
@@ -161,19 +189,31 @@ impl CpuBackend {
 /// three times `(depth - 1)` times the kernel's reach along it.
 pub(crate) fn time_blocking<T: Element>(
     machine: &Machine,
-    job: &TimeLoop<'_, T>,
+    job: &StageLoop<'_, T>,
     schedule: &CpuSchedule,
     workers: usize,
 ) -> TimeBlocking {
-    let kernel = job.kernel();
+    let kernels: Vec<&Kernel> = job.stages().iter().map(|s| s.stencil.kernel()).collect();
+    let stages = kernels.len();
     let shape = job.shape();
-    let lag = radius(kernel).in_dim(0) as usize;
+    // Every sub-step (stage of a step) lags the one before by the largest reach of any stage.
+    let reach = |d: usize| {
+        kernels
+            .iter()
+            .map(|k| radius(k).in_dim(d) as usize)
+            .max()
+            .unwrap_or(0)
+    };
+    let lag = reach(0);
     // A periodic face of dimension 0 copies planes the wavefront reaches last; a 1-D
     // retimed loop (which reassociates along its one row) gives the sweep's bits only on the
     // sweep's row segments, which slabs of the one dimension cannot keep.
     let unblockable = job_has_periodic_dim0(job)
-        || (shape.len() == 1 && stencil_core::passes::linear::retimed_stores(kernel).is_some());
-    let plane_bytes = plane_bytes(kernel, shape, job.slots());
+        || (shape.len() == 1
+            && kernels
+                .iter()
+                .any(|k| stencil_core::passes::linear::retimed_stores(k).is_some()));
+    let plane_bytes = plane_bytes(job, shape);
     let total_bytes = plane_bytes * shape[0];
     let budget = machine.llc_share() / 2;
     let depth = match schedule.time_depth {
@@ -187,11 +227,15 @@ pub(crate) fn time_blocking<T: Element>(
     };
     let block = match (shape.len(), schedule.tile.get(1).copied().unwrap_or(0)) {
         (n, _) if n < 3 => 0,
-        (_, 0) => default_block(machine, kernel, shape),
+        (_, 0) => kernels
+            .iter()
+            .map(|k| default_block(machine, k, shape))
+            .min()
+            .unwrap_or(0),
         (_, b) => b,
     };
     let lag_y = match shape.len() {
-        n if n >= 3 => radius(kernel).in_dim(1) as usize,
+        n if n >= 3 => reach(1),
         _ => 0,
     };
     // Tiles need halos that hold their values whatever the interior does (a condition that
@@ -199,11 +243,18 @@ pub(crate) fn time_blocking<T: Element>(
     // later), and 3-D or more (cutting dimension 1 of a 2-D grid would cut its rows).
     let tiles = shape.len() >= 3
         && depth > 1
-        && shape[1] / workers.max(1) > 3 * (depth - 1) * lag_y
+        && shape[1] / workers.max(1) > 3 * (depth * stages - 1) * lag_y
         && !job
             .chains()
             .iter()
             .flatten()
+            .chain(
+                job.lone()
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, _)| job.lone_is_read(k))
+                    .map(|(_, g)| g),
+            )
             .any(|g| g.faces.iter().flatten().any(|f| f.depends_on_interior()));
     let slab = match (tiles, schedule.time_slab) {
         (true, 0) => DEFAULT_TILE,
@@ -246,12 +297,14 @@ pub(crate) fn default_block(machine: &Machine, kernel: &Kernel, shape: &[usize])
     rows.clamp(4, shape[1].max(4))
 }
 
-/// Bytes of one plane of dimension 0 over every grid a step touches.
-fn plane_bytes(kernel: &Kernel, shape: &[usize], slots: &[FieldSlot]) -> usize {
+/// Bytes of one plane of dimension 0 over every grid a step touches (every grid of the loop
+/// is read or written by every step).
+fn plane_bytes<T: Element>(job: &StageLoop<'_, T>, shape: &[usize]) -> usize {
     let plane: usize = shape[1..].iter().product();
-    let _ = slots;
-    // Every grid of the kernel is read or written by every step.
-    plane * kernel.fields.len() * kernel.elem().size_bytes()
+    let grids = job.chains().iter().map(Vec::len).sum::<usize>()
+        + job.lone().len()
+        + job.coefficients().len();
+    plane * grids * T::ELEM.size_bytes()
 }
 
 /// The thickest slab whose working set fits `budget` bytes (see [`time_blocking`]), at least
@@ -274,11 +327,19 @@ fn default_slab(
     }
 }
 
-/// Whether a grid of the rotation has a periodic face in dimension 0.
-fn job_has_periodic_dim0<T: Element>(job: &TimeLoop<'_, T>) -> bool {
+/// Whether a grid of the rotation, or a lone grid a stage reads, has a periodic face in
+/// dimension 0.
+fn job_has_periodic_dim0<T: Element>(job: &StageLoop<'_, T>) -> bool {
+    let read_lone = job
+        .lone()
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| job.lone_is_read(k))
+        .map(|(_, g)| g);
     job.chains()
         .iter()
         .flatten()
+        .chain(read_lone)
         .any(|grid| grid.faces[0].contains(&Boundary::Periodic))
 }
 
@@ -508,7 +569,7 @@ mod cache_tests {
             }
         }
         let chain = vec![step_grid(&mut out), step_grid(&mut u)];
-        let job = TimeLoop::new(
+        let mut job = TimeLoop::new(
             &stencil,
             rotation,
             vec![chain],
@@ -517,6 +578,7 @@ mod cache_tests {
             Vec::new(),
         )
         .unwrap();
+        let job = StageLoop::of_time_loop(&mut job);
         let schedule = CpuSchedule::default();
         let depth = |m: &Machine| time_blocking(m, &job, &schedule, 2).depth;
         assert_eq!(depth(&cloud_vm(None)), 1);

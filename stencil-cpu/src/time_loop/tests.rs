@@ -112,8 +112,11 @@ fn run_case(
             }
             return None;
         }
-        let workers = super::wavefront::workers(backend, &job, &schedule);
-        let blocking = time_blocking(Machine::detect(), &job, &schedule, workers);
+        let blocking = {
+            let stages = stencil_core::StageLoop::of_time_loop(&mut job);
+            let workers = super::wavefront::workers(backend, &stages, &schedule);
+            time_blocking(Machine::detect(), &stages, &schedule, workers)
+        };
         let (result, audit) = audit::audited(|| {
             backend.cpu_run_steps(&mut job, &schedule, steps, |step| {
                 stencil_core::Backend::run(backend, step, &Schedule::Cpu(schedule))

@@ -69,14 +69,15 @@
 //! for faces that copy from the interior, the slabs run as above.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use stencil_core::analysis::{Radius, field_radius};
 use stencil_core::grid::{Boundary, HaloSource, fill_halo, fill_halo_planes};
+use stencil_core::sparse::{Corner, SourceSet, Target};
 use stencil_core::time_loop::{FieldSlot, WrittenGrid, skipping_constant};
 use stencil_core::{
     CpuLoop, CpuSchedule, Element, FieldId, FieldView, FieldViewMut, Geometry, MAX_DIMS, Result,
-    TimeLoop,
+    StageLoop,
 };
 
 use super::barrier::{PoisonOnPanic, SpinBarrier};
@@ -156,6 +157,33 @@ impl<T: Element> RawGrid<T> {
             .unwrap_or_else(|e| unreachable!("stencil-cpu time loop: layout checked: {e}"))
     }
 
+    /// Adds `increment` to the interior point `point`.
+    ///
+    /// # Safety
+    /// The point must lie in a box the calling computation writes (argument 3), after its
+    /// runs are done.
+    unsafe fn add(&self, point: &[usize; MAX_DIMS], increment: T) {
+        let i = self.geom.index(&point.map(|p| p as isize));
+        debug_assert!(i < self.len);
+        // SAFETY: `i` is an interior point of the lent storage; the caller's box is written
+        // by this computation alone and read by nobody else in this phase (arguments 2, 3).
+        unsafe {
+            let p = self.ptr.add(i);
+            *p = *p + increment;
+        }
+    }
+
+    /// The value at the interior point `point`.
+    ///
+    /// # Safety
+    /// As [`add`](Self::add).
+    unsafe fn get(&self, point: &[usize; MAX_DIMS]) -> T {
+        let i = self.geom.index(&point.map(|p| p as isize));
+        debug_assert!(i < self.len);
+        // SAFETY: as `add`.
+        unsafe { *self.ptr.add(i) }
+    }
+
     /// The whole grid, mutably, for a halo fill.
     ///
     /// # Safety
@@ -170,10 +198,52 @@ impl<T: Element> RawGrid<T> {
     }
 }
 
-/// Everything the workers share.
-struct Context<'a, T: Element> {
+/// One stage of a step as the workers run it.
+struct StageRun<T: Element> {
     point_loop: Option<CpuLoop<T>>,
     program: Option<Program>,
+    /// Per kernel field (declaration order): the loop's grid it reads or writes.
+    slots: Vec<FieldSlot>,
+    /// Per kernel field (declaration order): how far the kernel reads it.
+    reach: Vec<Radius>,
+    params: Vec<T>,
+    /// Per kernel field: whether the stage writes it.
+    outputs: Vec<bool>,
+    /// The grids the stage writes.
+    written: Vec<Target>,
+}
+
+/// A set of receivers' samples of this call, each corner's value held as the bits of an
+/// `f64` (exact for `f32` and `f64`) at `(receiver, corner, record)`, written by the one
+/// computation that holds the corner's point at the sampled step.
+struct Records<T> {
+    target: Target,
+    stage: usize,
+    points: Vec<Vec<Corner<T>>>,
+    interval: usize,
+    /// Samples taken before this call.
+    first: usize,
+    /// Samples this call takes.
+    records: usize,
+    corners: usize,
+    values: Vec<AtomicU64>,
+}
+
+impl<T: Element> Records<T> {
+    fn slot(&self, receiver: usize, corner: usize, record: usize) -> &AtomicU64 {
+        &self.values[(receiver * self.corners + corner) * self.records + record]
+    }
+}
+
+/// Everything the workers share.
+struct Context<'a, T: Element> {
+    stages: Vec<StageRun<T>>,
+    sources: Vec<SourceSet<T>>,
+    records: Vec<Records<T>>,
+    /// What to add to a count of steps done to get the sparse points' step number.
+    step_offset: usize,
+    /// Per lone grid: whether a stage reads it (its halo is then filled as it goes).
+    lone_read: Vec<bool>,
     /// One tile over the whole interior (for the generic path's buffer sizes).
     whole: Tiling,
     rows: RowPlan,
@@ -184,13 +254,9 @@ struct Context<'a, T: Element> {
     shape: Vec<usize>,
     blocking: TimeBlocking,
     workers: usize,
-    slots: Vec<FieldSlot>,
-    /// Per kernel field (declaration order): how far the kernel reads it.
-    reach: Vec<Radius>,
     chains: Vec<Vec<RawGrid<T>>>,
     lone: Vec<RawGrid<T>>,
     coefficients: Vec<FieldView<'a, T>>,
-    params: Vec<T>,
     done: usize,
     steps: usize,
     barrier: SpinBarrier,
@@ -209,11 +275,16 @@ const POOL_POINTS: usize = if cfg!(miri) { 0 } else { INLINE_POINTS };
 /// [`POOL_POINTS`] points.
 pub(super) fn workers<T: Element>(
     backend: &CpuBackend,
-    job: &TimeLoop<'_, T>,
+    job: &StageLoop<'_, T>,
     schedule: &CpuSchedule,
 ) -> usize {
     let points: usize = job.shape().iter().product();
-    if points * job.kernel().outputs().count() < POOL_POINTS {
+    let outputs: usize = job
+        .stages()
+        .iter()
+        .map(|s| s.stencil.kernel().outputs().count())
+        .sum();
+    if points * outputs < POOL_POINTS {
         return 1;
     }
     match schedule.threads {
@@ -226,13 +297,11 @@ pub(super) fn workers<T: Element>(
 /// Runs `steps` steps of `job` blocked per `blocking` on `backend`'s pool.
 pub(super) fn run<T: Element>(
     backend: &CpuBackend,
-    job: &mut TimeLoop<'_, T>,
+    job: &mut StageLoop<'_, T>,
     schedule: &CpuSchedule,
     blocking: TimeBlocking,
     steps: usize,
 ) -> Result<()> {
-    let stencil = job.stencil();
-    let kernel = stencil.kernel();
     let shape = job.shape().to_vec();
     let workers = workers(backend, job, schedule);
     if blocking.tiles && workers > 1 && shape[1] / workers > blocking.block {
@@ -245,11 +314,62 @@ pub(super) fn run<T: Element>(
         // rows another worker is writing: a tile reads only the rows it is lent.
         plan.rows.prefetch = 0;
     }
-    let point_loop = stencil.cpu_loop().filter(|_| !schedule.force_generic);
+    let stages: Vec<StageRun<T>> = job
+        .stages()
+        .iter()
+        .map(|stage| {
+            let kernel = stage.stencil.kernel();
+            let point_loop = stage.stencil.cpu_loop().filter(|_| !schedule.force_generic);
+            StageRun {
+                point_loop,
+                program: point_loop.is_none().then(|| Program::compile(kernel)),
+                slots: stage.slots.clone(),
+                reach: (0..kernel.fields.len())
+                    .map(|f| field_radius(kernel, FieldId::new(f)))
+                    .collect(),
+                params: stage.params.clone(),
+                outputs: kernel
+                    .fields
+                    .iter()
+                    .map(|f| f.role == stencil_core::Role::Output)
+                    .collect(),
+                written: stage
+                    .slots
+                    .iter()
+                    .zip(&kernel.fields)
+                    .filter(|(_, f)| f.role == stencil_core::Role::Output)
+                    .filter_map(|(&slot, _)| StageLoop::<T>::slot_target(slot))
+                    .collect(),
+            }
+        })
+        .collect();
     let coefficients = job.coefficients().to_vec();
-    let slots = job.slots().to_vec();
-    let params = job.params().to_vec();
     let done = job.done();
+    // The sparse points' step numbers (in the simulation's whole run) of this call.
+    let first = job.step_number(done);
+    let lone_read: Vec<bool> = (0..job.lone().len()).map(|k| job.lone_is_read(k)).collect();
+    let sources = job.sources().to_vec();
+    let records: Vec<Records<T>> = job
+        .receivers()
+        .iter()
+        .map(|set| {
+            let before = first / set.interval;
+            let records = (first + steps) / set.interval - before;
+            let corners = set.points.iter().map(Vec::len).max().unwrap_or(0);
+            Records {
+                target: set.target,
+                stage: set.stage,
+                points: set.points.clone(),
+                interval: set.interval,
+                first: before,
+                records,
+                corners,
+                values: (0..set.points.len() * corners * records)
+                    .map(|_| AtomicU64::new(0))
+                    .collect(),
+            }
+        })
+        .collect();
     {
         let (chains, lone) = job.grids_mut();
         if blocking.tiles {
@@ -264,6 +384,11 @@ pub(super) fn run<T: Element>(
                     grid.constant_faces_filled = true;
                 }
             }
+            for (grid, _) in lone.iter_mut().zip(&lone_read).filter(|(_, read)| **read) {
+                let faces = grid.fill_faces();
+                fill_halo(&mut grid.view, &faces);
+                grid.constant_faces_filled = true;
+            }
         }
         for grid in chains.iter().flatten().chain(lone.iter()) {
             stencil_core::view::check_layout::<T>(
@@ -273,8 +398,11 @@ pub(super) fn run<T: Element>(
             )?;
         }
         let context = Context {
-            point_loop,
-            program: point_loop.is_none().then(|| Program::compile(kernel)),
+            stages,
+            sources,
+            records,
+            step_offset: first - done,
+            lone_read,
             whole: Tiling::new(&shape, &[0; MAX_DIMS]),
             rows: plan.rows,
             segment: plan.tiling.extent(shape.len() - 1),
@@ -282,17 +410,12 @@ pub(super) fn run<T: Element>(
             shape: shape.clone(),
             blocking,
             workers,
-            slots,
-            reach: (0..kernel.fields.len())
-                .map(|f| field_radius(kernel, FieldId::new(f)))
-                .collect(),
             chains: chains
                 .iter_mut()
                 .map(|c| c.iter_mut().map(RawGrid::of).collect())
                 .collect(),
             lone: lone.iter_mut().map(RawGrid::of).collect(),
             coefficients,
-            params,
             done,
             steps,
             barrier: SpinBarrier::new(workers),
@@ -301,9 +424,23 @@ pub(super) fn run<T: Element>(
             _lent: PhantomData,
         };
         backend.on_workers(workers, |w| context.worker(w));
+        // The receivers' samples, combined in corner order.
+        for (set, records) in job.receivers_mut().iter_mut().zip(&context.records) {
+            for record in 0..records.records {
+                for r in 0..records.points.len() {
+                    let values = (0..records.points[r].len()).map(|c| {
+                        T::from_f64(f64::from_bits(
+                            records.slot(r, c, record).load(Ordering::Relaxed),
+                        ))
+                    });
+                    let sample = set.combine(r, values);
+                    set.traces[r].push(sample);
+                }
+            }
+        }
     }
     job.advance(steps);
-    // Outputs outside the rotation are never read: their halo is filled once, at the end.
+    // Grids no stage reads are never read: their halo is filled once, at the end.
     let (chains, lone) = job.grids_mut();
     for grid in lone.iter_mut() {
         let faces = grid.fill_faces();
@@ -334,17 +471,22 @@ impl<T: Element> Context<'_, T> {
             depth, slab, lag, ..
         } = self.blocking;
         let n = self.shape[0];
+        let stages = self.stages.len();
         let mut done = self.done;
         let mut left = self.steps;
-        // Per step of a block and chain: which halo planes of dimension 0 are filled.
+        // Per stage of a block and grid it writes: which halo planes of dimension 0 are
+        // filled.
         let h = self
             .chains
             .iter()
             .flatten()
+            .chain(&self.lone)
             .map(|g| g.geom.halo)
             .max()
             .unwrap_or(0);
-        let mut halo_done = vec![vec![vec![false; 2 * h]; self.chains.len()]; depth];
+        let mut halo_done: Vec<Vec<Vec<bool>>> = (0..depth * stages)
+            .map(|u| vec![vec![false; 2 * h]; self.stages[u % stages].written.len()])
+            .collect();
         // Barriers passed so far: the phase the worker is in.
         let mut phase = 0;
         while left > 0 {
@@ -352,22 +494,24 @@ impl<T: Element> Context<'_, T> {
             for filled in halo_done.iter_mut().flatten() {
                 filled.fill(false);
             }
-            let slabs = (n + (block - 1) * lag).div_ceil(slab);
+            // Sub-steps: every stage of every step of the block, each lagging the one before.
+            let subs = block * stages;
+            let slabs = (n + (subs - 1) * lag).div_ceil(slab);
             for s in 0..slabs {
                 let z0 = s * slab;
-                for k in 1..=block {
-                    let shift = (k - 1) * lag;
+                for (u, filled) in halo_done.iter_mut().enumerate().take(subs) {
+                    let shift = u * lag;
                     let start = z0.saturating_sub(shift).min(n);
                     let end = (z0 + slab).saturating_sub(shift).min(n);
                     if start >= end {
                         continue;
                     }
-                    let before = done + k - 1;
-                    self.compute_share((w, phase), before, start, end);
+                    let (before, stage) = (done + u / stages, u % stages);
+                    self.compute_share((w, phase), stage, before, start, end);
                     self.barrier.wait();
                     phase += 1;
                     if w == 0 {
-                        self.fill_halos(phase, before, start..end, &mut halo_done[k - 1]);
+                        self.fill_halos(phase, stage, before, start..end, filled);
                     }
                     self.barrier.wait();
                     phase += 1;
@@ -389,7 +533,8 @@ impl<T: Element> Context<'_, T> {
             ..
         } = self.blocking;
         let (n, ny, workers) = (self.shape[0], self.shape[1], self.workers);
-        // A share's sides towards other shares shrink by `lag_y` rows per step.
+        let stages = self.stages.len();
+        // A share's sides towards other shares shrink by `lag_y` rows per sub-step.
         let shrink_lo = if w > 0 { lag_y } else { 0 };
         let shrink_hi = if w + 1 < workers { lag_y } else { 0 };
         let mut done = self.done;
@@ -398,39 +543,41 @@ impl<T: Element> Context<'_, T> {
         let mut phase = 0;
         while left > 0 {
             let block = left.min(depth);
+            // Sub-steps: every stage of every step of the block, each lagging the one before.
+            let subs = block * stages;
             // Where worker `v`'s share of dimension 1 starts: the worker below each edge
             // also computes the triangle above its share, so the edges move down by half a
-            // triangle's worth of rows per step, which evens out the workers' points.
+            // triangle's worth of rows per sub-step, which evens out the workers' points.
             let edge = |v: usize| match v {
                 0 => 0,
                 v if v == workers => ny,
-                v => v * ny / workers - (block - 1) * lag_y / 2,
+                v => v * ny / workers - (subs - 1) * lag_y / 2,
             };
             let (lo, hi) = (edge(w), edge(w + 1));
-            let slabs = (n + (block - 1) * lag).div_ceil(slab);
-            let tiles = (hi - lo + (block - 1) * lag_y).div_ceil(rows);
+            let slabs = (n + (subs - 1) * lag).div_ceil(slab);
+            let tiles = (hi - lo + (subs - 1) * lag_y).div_ceil(rows);
             for s in 0..slabs {
                 let z0 = s * slab;
-                let planes = |k: usize| {
-                    let shift = (k - 1) * lag;
+                let planes = |u: usize| {
+                    let shift = u * lag;
                     let start = z0.saturating_sub(shift).min(n);
                     (start, (z0 + slab).saturating_sub(shift).min(n).max(start))
                 };
-                // Phase 1: the trapezoid of the share, tile by tile, every step of a tile
+                // Phase 1: the trapezoid of the share, tile by tile, every sub-step of a tile
                 // before the next tile.
                 for t in 0..tiles {
-                    for k in 1..=block {
-                        let (start, end) = planes(k);
-                        let shift = (k - 1) * lag_y;
+                    for u in 0..subs {
+                        let (start, end) = planes(u);
+                        let shift = u * lag_y;
                         let y0 = (lo + t * rows)
                             .saturating_sub(shift)
-                            .max(lo + (k - 1) * shrink_lo);
+                            .max(lo + u * shrink_lo);
                         let y1 = (lo + (t + 1) * rows)
                             .saturating_sub(shift)
-                            .min(hi - (k - 1) * shrink_hi);
+                            .min(hi - u * shrink_hi);
                         if start < end && y0 < y1 {
-                            let turn = (w, phase);
-                            self.compute(turn, done + k - 1, [start, end], [y0, y1], false);
+                            let (turn, before) = ((w, phase), done + u / stages);
+                            self.compute(turn, u % stages, before, [start, end], [y0, y1], false);
                         }
                     }
                 }
@@ -439,13 +586,14 @@ impl<T: Element> Context<'_, T> {
                 // Phase 2: the triangles between shares, each by the worker below it.
                 if w + 1 < workers && lag_y > 0 {
                     let mid = hi;
-                    for k in 2..=block {
-                        let (start, end) = planes(k);
-                        let shift = (k - 1) * lag_y;
+                    for u in 1..subs {
+                        let (start, end) = planes(u);
+                        let shift = u * lag_y;
                         if start < end {
                             self.compute(
                                 (w, phase),
-                                done + k - 1,
+                                u % stages,
+                                done + u / stages,
                                 [start, end],
                                 [mid - shift, mid + shift],
                                 false,
@@ -507,7 +655,14 @@ impl<T: Element> Context<'_, T> {
 
     /// Worker `w`'s share of planes `start..end` of the step after `before` steps, in phase
     /// `phase` (barriers passed).
-    fn compute_share(&self, (w, phase): (usize, usize), before: usize, start: usize, end: usize) {
+    fn compute_share(
+        &self,
+        (w, phase): (usize, usize),
+        stage: usize,
+        before: usize,
+        start: usize,
+        end: usize,
+    ) {
         let n_dims = self.shape.len();
         // Rows stay whole within the sweep's tiles along the unit-stride dimension, so every
         // row is cut into the segments a sweep under the same schedule cuts it into (a loop
@@ -516,7 +671,7 @@ impl<T: Element> Context<'_, T> {
             let extent = self.shape[1];
             let rows = [w * extent / self.workers, (w + 1) * extent / self.workers];
             if rows[0] < rows[1] {
-                self.compute((w, phase), before, [start, end], rows, true);
+                self.compute((w, phase), stage, before, [start, end], rows, true);
             }
         } else {
             let extent = end - start;
@@ -527,6 +682,7 @@ impl<T: Element> Context<'_, T> {
             if planes[0] < planes[1] {
                 self.compute(
                     (w, phase),
+                    stage,
                     before,
                     planes,
                     [0, self.shape.get(1).copied().unwrap_or(1)],
@@ -542,11 +698,13 @@ impl<T: Element> Context<'_, T> {
     fn compute(
         &self,
         turn: (usize, usize),
+        stage: usize,
         before: usize,
         planes: [usize; 2],
         rows: [usize; 2],
         blocks: bool,
     ) {
+        let run = &self.stages[stage];
         let n_dims = self.shape.len();
         let mut tile = Tile {
             start: [0; MAX_DIMS],
@@ -559,12 +717,14 @@ impl<T: Element> Context<'_, T> {
         }
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
-        for (field, slot) in self.slots.iter().enumerate() {
-            match *slot {
-                FieldSlot::Coefficient(k) => inputs.push(InputRows::new(self.coefficients[k])),
-                FieldSlot::Chain { chain, position } if position > 0 => {
+        for (field, slot) in run.slots.iter().enumerate() {
+            match (*slot, run.outputs[field]) {
+                (FieldSlot::Coefficient(k), _) => {
+                    inputs.push(InputRows::new(self.coefficients[k]));
+                }
+                (FieldSlot::Chain { chain, position }, false) => {
                     let (grid, number) = self.chain_grid_numbered(chain, position, before);
-                    let reads = reads_of(&tile, &self.reach[field], n_dims, self.ahead());
+                    let reads = reads_of(&tile, &run.reach[field], n_dims, self.ahead());
                     self.record(turn, number, false, &reads);
                     // SAFETY: the step computes `tile` and reads this grid (an earlier step's)
                     // only at the kernel's reach of this field from it, or the rows a
@@ -573,7 +733,15 @@ impl<T: Element> Context<'_, T> {
                     // module's argument 2).
                     inputs.push(unsafe { grid.input(reads) })
                 }
-                FieldSlot::Chain { chain, .. } => {
+                (FieldSlot::Lone(k), false) => {
+                    let number = self.lone_number(k);
+                    let reads = reads_of(&tile, &run.reach[field], n_dims, self.ahead());
+                    self.record(turn, number, false, &reads);
+                    // SAFETY: as for a chain's grid read: an earlier stage wrote this grid
+                    // (the loop's rules), and every stage lags the one before by its reach.
+                    inputs.push(unsafe { self.lone[k].input(reads) })
+                }
+                (FieldSlot::Chain { chain, .. }, true) => {
                     let (grid, number) = self.chain_grid_numbered(chain, 0, before);
                     self.record(turn, number, true, &writes_of(&tile, n_dims));
                     // SAFETY: the workers write disjoint boxes of the step's output grid (their
@@ -582,10 +750,11 @@ impl<T: Element> Context<'_, T> {
                     // arguments 2 and 3); `OutputRows` makes no reference but its rows.
                     outputs.push(unsafe { grid.rows() })
                 }
-                FieldSlot::Lone(k) => {
+                (FieldSlot::Lone(k), true) => {
                     let number = self.lone_number(k);
                     self.record(turn, number, true, &writes_of(&tile, n_dims));
-                    // SAFETY: as for a chain's output grid (a lone output is read by nobody).
+                    // SAFETY: as for a chain's output grid (no stage reads a lone grid while
+                    // the one that writes it runs: the loop's rules).
                     outputs.push(unsafe { self.lone[k].rows() })
                 }
             }
@@ -620,23 +789,23 @@ impl<T: Element> Context<'_, T> {
                 x += segment;
             }
         };
-        match self.point_loop {
+        match run.point_loop {
             Some(point_loop) => {
                 let run = SpecialisedRun::new(
                     point_loop,
                     self.whole,
                     &inputs,
                     &outputs,
-                    &self.params,
+                    &run.params,
                     self.rows,
-                    // `TimeLoop::new` refuses kernels with reductions.
+                    // `StageLoop::new` refuses kernels with reductions.
                     None,
                 );
                 let mut scratch = run.scratch();
                 segments(&mut |piece| run.run_box(&mut scratch, piece));
             }
             None => {
-                let program = self
+                let program = run
                     .program
                     .as_ref()
                     .unwrap_or_else(|| unreachable!("stencil-cpu: compiled when needed"));
@@ -645,12 +814,57 @@ impl<T: Element> Context<'_, T> {
                     self.whole,
                     &inputs,
                     &outputs,
-                    &self.params,
+                    &run.params,
                     (self.rows.row_block, false),
                     None,
                 );
                 let mut scratch = run.scratch();
                 segments(&mut |piece| run.run_box(&mut scratch, piece));
+            }
+        }
+        drop((inputs, outputs));
+        self.sparse(stage, before, &tile, n_dims);
+    }
+
+    /// Adds the sources of the grids stage `stage` wrote at the step after `before` steps at
+    /// their corners in `tile`, then takes the receivers' samples there: every corner is in
+    /// exactly one computation of each stage, so each is added or sampled once, by the
+    /// computation that wrote it, after its runs and before any later stage reads it.
+    fn sparse(&self, stage: usize, before: usize, tile: &Tile, n_dims: usize) {
+        let step = before + self.step_offset;
+        let inside = |p: &[usize; MAX_DIMS]| {
+            (0..n_dims).all(|d| tile.start[d] <= p[d] && p[d] < tile.end[d])
+        };
+        let grid = |target: Target| match target {
+            Target::Chain(c) => self.chain_grid_numbered(c, 0, before).0,
+            Target::Lone(k) => &self.lone[k],
+        };
+        for set in self.sources.iter().filter(|set| set.stage == stage) {
+            let grid = grid(set.target);
+            set.increments(step, |point, increment| {
+                if inside(point) {
+                    // SAFETY: the point lies in `tile`, which this computation wrote, its runs
+                    // done (argument 3).
+                    unsafe { grid.add(point, increment) }
+                }
+            });
+        }
+        for records in self.records.iter().filter(|r| r.stage == stage) {
+            if !(step + 1).is_multiple_of(records.interval) {
+                continue;
+            }
+            let record = (step + 1) / records.interval - records.first - 1;
+            let grid = grid(records.target);
+            for (r, corners) in records.points.iter().enumerate() {
+                for (c, corner) in corners.iter().enumerate() {
+                    if inside(&corner.point) {
+                        // SAFETY: as above; a read of a point this computation wrote.
+                        let value = unsafe { grid.get(&corner.point) };
+                        records
+                            .slot(r, c, record)
+                            .store(value.to_f64().to_bits(), Ordering::Relaxed);
+                    }
+                }
             }
         }
     }
@@ -661,13 +875,19 @@ impl<T: Element> Context<'_, T> {
     fn fill_halos(
         &self,
         phase: usize,
+        stage: usize,
         before: usize,
         planes: std::ops::Range<usize>,
         done: &mut [Vec<bool>],
     ) {
         let n = self.shape[0];
-        for (chain, filled) in done.iter_mut().enumerate() {
-            let (grid, number) = self.chain_grid_numbered(chain, 0, before);
+        for (&target, filled) in self.stages[stage].written.iter().zip(done.iter_mut()) {
+            let (grid, number) = match target {
+                Target::Chain(c) => self.chain_grid_numbered(c, 0, before),
+                // Grids no stage reads get their halo once, at the end.
+                Target::Lone(k) if !self.lone_read[k] => continue,
+                Target::Lone(k) => (&self.lone[k], self.lone_number(k)),
+            };
             self.record((0, phase), number, true, &RowBox::whole(&grid.geom));
             // SAFETY: only worker 0 runs between the two barriers around this call (the
             // steps module's argument 4), so this is the only access to the grid.
