@@ -95,15 +95,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "step", "mean v", "min v", "max v"
     );
     let every = (steps / 10).max(1);
-    let report = gray_scott::steps_with(&mut u, &mut v, &mut un, &mut vn, params)
-        .every(every, |state| {
-            if let Some(v) = state.grid("v") {
-                let (mean, min, max) = summary(v);
-                println!("{:>6} {mean:>12.6} {min:>12.6} {max:>12.6}", state.step());
-            }
-            std::ops::ControlFlow::Continue(())
-        })
-        .run(steps)?;
+    let report = gray_scott::steps_with(
+        gray_scott::Grids {
+            u: &mut u,
+            v: &mut v,
+            un: &mut un,
+            vn: &mut vn,
+        },
+        params,
+    )
+    .every(every, |state| {
+        if let Some(v) = state.grid("v") {
+            let (mean, min, max) = summary(v);
+            println!("{:>6} {mean:>12.6} {min:>12.6} {max:>12.6}", state.step());
+        }
+        std::ops::ControlFlow::Continue(())
+    })
+    .run(steps)?;
     println!("{}", report.tuning);
 
     let points = (n * n) as f64 * report.steps as f64;

@@ -85,14 +85,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{:>6} {:>16}", "step", "energy");
     println!("{:>6} {energy0:>16.9e}", 0);
     let every = (steps / 10).max(1);
-    let report = wave::steps_with(&mut u, &mut u_prev, &mut u_next, params)
-        .every(every, |state| {
-            if let (Some(u), Some(u_prev)) = (state.grid("u"), state.grid("u_prev")) {
-                println!("{:>6} {:>16.9e}", state.step(), energy(u, u_prev, dt, h));
-            }
-            std::ops::ControlFlow::Continue(())
-        })
-        .run(steps)?;
+    let report = wave::steps_with(
+        wave::Grids {
+            u: &mut u,
+            u_prev: &mut u_prev,
+            u_next: &mut u_next,
+        },
+        params,
+    )
+    .every(every, |state| {
+        if let (Some(u), Some(u_prev)) = (state.grid("u"), state.grid("u_prev")) {
+            println!("{:>6} {:>16.9e}", state.step(), energy(u, u_prev, dt, h));
+        }
+        std::ops::ControlFlow::Continue(())
+    })
+    .run(steps)?;
     println!("{}", report.tuning);
     let energy1 = energy(&u, &u_prev, dt, h);
     let points = (n * n) as f64 * report.steps as f64;

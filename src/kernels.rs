@@ -1,7 +1,9 @@
 //! The seeds' kernels, written with `stencil!`, ready to run, verify and benchmark: Kamil et
 //! al.'s Laplacian, Divergence and Gradient (IPDPS 2010, Fig. 1), Barker's 7- and 27-point
 //! Jacobi (f64 and f32), a 2-D 5-point Laplacian, an 8th-order (radius-4) 3-D star, Orio's DIA
-//! sparse matrix-vector product as a variable-coefficient stencil, and a 1-D smoother.
+//! sparse matrix-vector product as a variable-coefficient stencil, a 1-D smoother, and the two
+//! stages of a staggered (velocity-pressure) acoustic solver in 2-D and 3-D, for
+//! [`Stages`](crate::Stages).
 //!
 //! Each kernel is a function with the kernel's signature returning a [`Launch`],
 //! plus a module of the same name whose `stencil()` gives the compiled kernel.
@@ -106,5 +108,38 @@ stencil! {
         u[i, j, k] = alpha * (x[i+1, j, k] - x[i-1, j, k])
             + beta * (y[i, j+1, k] - y[i, j-1, k])
             + gamma * (z[i, j, k+1] - z[i, j, k-1]);
+    }
+
+    /// The velocity stage of a staggered acoustic solver in 2-D (`v_t = -b grad p`): `vx`
+    /// stands half a cell after `p` along `i`, `vy` along `j`; `b` is the buoyancy (1 / density)
+    /// at the velocity points, `s = dt / h`.
+    pub fn acoustic_velocity2(p: &Grid2<f64>, vx: &Grid2<f64>, vy: &Grid2<f64>, b: &Grid2<f64>,
+                              vx_next: &mut Grid2<f64>, vy_next: &mut Grid2<f64>, s: f64) {
+        vx_next[i, j] = vx[i, j] - s * b[i, j] * (p[i+1, j] - p[i, j]);
+        vy_next[i, j] = vy[i, j] - s * b[i, j] * (p[i, j+1] - p[i, j]);
+    }
+
+    /// The pressure stage of a staggered acoustic solver in 2-D (`p_t = -kappa div v`), from
+    /// the velocities the velocity stage just wrote; `kappa` is the bulk modulus (density times
+    /// the squared speed), `s = dt / h`.
+    pub fn acoustic_pressure2(p: &Grid2<f64>, vx: &Grid2<f64>, vy: &Grid2<f64>,
+                              kappa: &Grid2<f64>, p_next: &mut Grid2<f64>, s: f64) {
+        p_next[i, j] = p[i, j] - s * kappa[i, j] * (vx[i, j] - vx[i-1, j] + vy[i, j] - vy[i, j-1]);
+    }
+
+    /// The velocity stage of a staggered acoustic solver in 3-D (see `acoustic_velocity2`).
+    pub fn acoustic_velocity3(p: &Grid3<f64>, vx: &Grid3<f64>, vy: &Grid3<f64>, vz: &Grid3<f64>,
+                              b: &Grid3<f64>, vx_next: &mut Grid3<f64>, vy_next: &mut Grid3<f64>,
+                              vz_next: &mut Grid3<f64>, s: f64) {
+        vx_next[i, j, k] = vx[i, j, k] - s * b[i, j, k] * (p[i+1, j, k] - p[i, j, k]);
+        vy_next[i, j, k] = vy[i, j, k] - s * b[i, j, k] * (p[i, j+1, k] - p[i, j, k]);
+        vz_next[i, j, k] = vz[i, j, k] - s * b[i, j, k] * (p[i, j, k+1] - p[i, j, k]);
+    }
+
+    /// The pressure stage of a staggered acoustic solver in 3-D (see `acoustic_pressure2`).
+    pub fn acoustic_pressure3(p: &Grid3<f64>, vx: &Grid3<f64>, vy: &Grid3<f64>, vz: &Grid3<f64>,
+                              kappa: &Grid3<f64>, p_next: &mut Grid3<f64>, s: f64) {
+        p_next[i, j, k] = p[i, j, k] - s * kappa[i, j, k] * (vx[i, j, k] - vx[i-1, j, k]
+            + vy[i, j, k] - vy[i, j-1, k] + vz[i, j, k] - vz[i, j, k-1]);
     }
 }

@@ -2,17 +2,20 @@
 //!
 //! ```text
 //! cargo run --release --example bench -- [--json] [--repeats N] [--n3 N] [--n2 N] [--svg PATH]
-//!                                        [--only sweeps,cache,steps,krylov,noise] [--steps-repeats N]
+//!                                        [--only sweeps,cache,steps,acoustic,krylov,noise]
+//!                                        [--steps-repeats N]
 //!                                        [--noise-comparisons N]
 //! ```
 //!
-//! Four sections (all unless `--only` names some): `sweeps`, described below; `cache`,
+//! Five sections (all unless `--only` names some): `sweeps`, described below; `cache`,
 //! cache-resident sweeps (W1 at 64^3, W3 at 1024^2) against the hand-written loops and the
 //! fixed cost of one `run()` (module `cached`); `steps`, time loops (W1 and W3 for 100 steps,
 //! W2 for 20) per step for the hand-written swap loop, `run()` then swap, and `Steps` default
-//! and tuned, with the first call's tuning (module `timeloop`); `krylov`, the vector kernels of
+//! and tuned, with the first call's tuning (module `timeloop`); `acoustic`, a whole simulation
+//! step of a staggered 3-D acoustic solver (two kernels, a source, 256 receivers) by hand, as
+//! `run()` per kernel and through `Stages` (module `acoustic`); `krylov`, the vector kernels of
 //! `stencil::krylov` (dot, norm2, axpy on 2^25 `f64`) against plain loops and the read and copy
-//! bandwidths, and one conjugate-gradient iteration at 256^3 (module `krylov`). A fifth,
+//! bandwidths, and one conjugate-gradient iteration at 256^3 (module `krylov`). A sixth,
 //! `noise`, runs only when `--only` names it: the tuner's paired rule comparing a schedule
 //! with itself on this machine (module `noise`).
 //!
@@ -41,6 +44,7 @@
 //! prints its path. Before timing, every implementation's output (over NaN-poisoned outputs) is
 //! checked against the serial baseline's.
 
+mod acoustic;
 mod cached;
 mod krylov;
 mod noise;
@@ -110,13 +114,16 @@ fn options() -> Options {
             "--only" => {
                 o.only = args
                     .next()
-                    .expect("bench: --only needs sweeps, cache, steps, krylov and/or noise")
+                    .expect(
+                        "bench: --only needs sweeps, cache, steps, acoustic, krylov and/or noise",
+                    )
                     .split(',')
                     .map(str::to_string)
                     .collect();
                 for s in &o.only {
                     assert!(
-                        ["sweeps", "cache", "steps", "krylov", "noise"].contains(&s.as_str()),
+                        ["sweeps", "cache", "steps", "acoustic", "krylov", "noise"]
+                            .contains(&s.as_str()),
                         "bench: unknown section {s}"
                     );
                 }
@@ -560,6 +567,24 @@ fn main() {
         };
         (steps_rows, steps_tuner) = timeloop::rows(&mut section, &mut workloads, o.json);
     }
+    // A whole simulation step: the staggered acoustic solver's two stages with a source and
+    // receivers.
+    let mut acoustic_rows = Vec::new();
+    if o.runs("acoustic") {
+        let mut copy = |backend: &CpuBackend| {
+            let start = Instant::now();
+            backend.stream_copy(&mut copy_dst, &copy_src, true);
+            (16 * copy_src.len()) as f64 / start.elapsed().as_secs_f64() / 1e9
+        };
+        acoustic_rows = acoustic::rows(
+            &backends,
+            &pools,
+            &caches,
+            &mut copy,
+            (o.n3, 100, o.steps_repeats),
+            o.json,
+        );
+    }
     // The paired rule against noise.
     let mut noise_rows = Vec::new();
     if o.runs("noise") {
@@ -618,6 +643,9 @@ fn main() {
         for t in &steps_tuner {
             println!("{}", t.json());
         }
+        for r in &acoustic_rows {
+            println!("{}", r.json());
+        }
         for r in &krylov_rows {
             println!("{}", r.json());
         }
@@ -648,6 +676,14 @@ fn main() {
             );
             print!("{}", report::rows_table(&steps_rows));
             print!("{}", timeloop::tuner_table(&steps_tuner));
+        }
+        if o.runs("acoustic") {
+            println!(
+                "\nacoustic 3-D, {n}^3, 100 steps, 1 source, 256 receivers (ms per step; x run(): \
+                 over `run()` per kernel; bound: the single-sweep bound's time over the row's):",
+                n = o.n3
+            );
+            print!("{}", acoustic::table(&acoustic_rows));
         }
         if o.runs("krylov") {
             println!(

@@ -16,10 +16,14 @@ mod expand;
 /// The module also holds `Params`, a struct of the kernel's scalar parameters as named fields,
 /// and `with(grids.., Params)`, the same call with each scalar named at the call site, so two
 /// parameters swapped cannot compile silently; a kernel with `#[rotate(..)]` also gets
-/// `steps_with(grids.., Params)` beside `steps(..)`:
+/// `Grids`, a struct of its grids as named fields (those that rotate as `&mut`), and
+/// `steps_with(Grids, Params)` beside `steps(..)`, so the levels of a chain (three `&mut Grid2`
+/// of one type) are named at the call site and cannot be passed in the wrong order:
 ///
 /// ```text
 /// heat::with(&u, &mut v, heat::Params { c0: 0.4, c1: 0.1 }).run()?;
+/// wave::steps_with(wave::Grids { u_prev: &mut a, u: &mut b, u_next: &mut c },
+///                  wave::Params { c: 0.25 }).run(100)?;
 /// ```
 ///
 /// ```text

@@ -252,9 +252,15 @@ fn named_parameters_bind_as_the_positional_ones_do() {
     diffuse::steps(&mut u1, &mut out1, 2.0, 0.01, 0.5)
         .run(6)
         .unwrap();
-    diffuse::steps_with(&mut u2, &mut out2, params)
-        .run(6)
-        .unwrap();
+    diffuse::steps_with(
+        diffuse::Grids {
+            u: &mut u2,
+            out: &mut out2,
+        },
+        params,
+    )
+    .run(6)
+    .unwrap();
     assert_eq!(u1.as_slice(), u2.as_slice());
     let (mut o1, mut o2) = (poisoned(), poisoned());
     diffuse(&u1, &mut o1, 2.0, 0.01, 0.5).run().unwrap();

@@ -23,6 +23,14 @@
 //! through every step of the block while in the second-level cache, in a trapezoid per
 //! worker and triangles between them: see `wavefront`); the workers then meet twice per slab.
 //!
+//! A loop of several kernels per step ([`StageLoop`]; a single kernel's [`TimeLoop`] runs as
+//! a loop of one stage) is blocked the same way with every stage of every step as a
+//! *sub-step*: sub-step `u` of a block computes the slab shifted back by `u` times the largest
+//! reach of any stage, so it reads what every earlier sub-step wrote (each is at least that far
+//! ahead) and overwrites nothing a later one still reads. Each computation adds the sources of
+//! the grids its stage wrote at the points of its box, then samples the receivers there, so
+//! every point gets each at the right step without ending the block.
+//!
 //! Temporal blocking needs the faces of dimension 0 of every rotating grid not to be
 //! periodic (a periodic face copies planes from the far end of the same step, which the
 //! wavefront reaches last); a time loop that has one runs its steps one after another, as
@@ -44,15 +52,17 @@
 //!    the row loops make slices of the row segments they read only (`RowInput`, core's row
 //!    contract; never a `&[T]` over a whole grid, which would assert that nobody writes any
 //!    of it). Within a phase (between two barriers) no other worker writes those rows: with
-//!    slabs every worker computes the same step, which writes only its own output grid and
-//!    the lone outputs, never a grid it reads (`TimeLoop::new` refuses aliased grids); with
+//!    slabs every worker computes the same sub-step, which writes only its stage's output
+//!    grids, never a grid it reads (`StageLoop::new` refuses a stage reading a grid it writes,
+//!    and aliased grids); with
 //!    tiles the workers run different steps at once, and the trapezoids and triangles of
 //!    `wavefront` keep every row a worker reads away from the rows the others write. Tiles
 //!    do not prefetch (the rows ahead may be a neighbour's).
 //! 3. *Writes.* Within a phase the workers write disjoint boxes of each grid (their shares,
 //!    trapezoids or triangles; in 1-D, where the one row is the grid, disjoint ranges of it),
 //!    through `OutputRows`, which makes slices of the rows written only, each handed out
-//!    once.
+//!    once; after its runs, a computation adds sources to (and samples receivers at) points of
+//!    its own box only, through the raw pointer, holding no other reference to the grid.
 //! 4. *Halo fills.* With slabs, worker 0 fills halos between two barriers while the others
 //!    wait, so its `&mut [T]` over the grid is the only access; with tiles the halos are
 //!    filled before the workers start.
@@ -69,6 +79,8 @@
 //!   `Context::compute` for a chain's output and a lone output (3);
 //! - `RawGrid::view_mut`, its `slice::from_raw_parts_mut` (1, 4), and its call in
 //!   `Context::fill_halos` (4);
+//! - `RawGrid::add` and `RawGrid::get` (1, 3), and their calls in `Context::sparse` for points
+//!   of the box the computation wrote (3);
 //! - shared with single sweeps: `InputRows::from_raw_parts` and core's
 //!   `RowInput::from_raw_parts` and `Storage::elements` (slices of the elements a loop asks
 //!   for: 2), and `OutputRows::run` and `row` in `specialised` and `generic` (rows of the box
@@ -76,7 +88,8 @@
 //!
 //! This crate's tests check arguments 2 to 4 structurally on every `cargo test`: an audit
 //! records every box of rows each worker is lent or writes in each phase of multi-worker
-//! loops (3-D, value faces, three workers, several tiles each; and slabs), finds no box
+//! loops (3-D, value faces, three workers, several tiles each; and slabs; of one kernel and of
+//! two stages, the second reading the first's grid in no chain), finds no box
 //! meeting another worker's writes in its phase (and finds many when each run is lent the
 //! whole grid, as before), and the generic path asserts in debug builds that every row it
 //! reads lies in the box it was lent (`time_loop/tests.rs`, `time_loop/audit.rs`). Miri checks the

@@ -9,7 +9,7 @@ use stencil_core::row::RowArgs;
 use stencil_core::time_loop::WrittenGrid;
 use stencil_core::{
     Backend, CpuSchedule, ElemType, FieldViewMut, Geometry, Kernel, KernelBuilder, MAX_DIMS,
-    Rotation, Schedule, Stencil, TimeLoop,
+    Rotation, Schedule, StageLoop, Stencil, TimeLoop,
 };
 
 use super::audit::{self, Audit, conflicts};
@@ -241,6 +241,212 @@ fn slabs_on_several_workers_lend_rows_no_other_worker_writes_in_their_phase() {
             let accesses = outcome.audit.accesses();
             assert!(accesses.iter().any(|a| a.worker == 1), "{what}: one worker");
             check(&outcome, &what);
+        }
+    }
+}
+
+/// `tmp = u + a * (the six neighbours of u - 6 u)`, Heun's first stage, built at run time.
+fn euler_kernel() -> Kernel {
+    let mut b = KernelBuilder::new("euler", 3, ElemType::F64);
+    let u = b.input("u");
+    let tmp = b.output("tmp");
+    let a = b.param("a");
+    let center = b.read(u, &[0, 0, 0]);
+    let mut sum = b.read(u, &[-1, 0, 0]);
+    for offset in [[1, 0, 0], [0, -1, 0], [0, 1, 0], [0, 0, -1], [0, 0, 1]] {
+        let r = b.read(u, &offset);
+        sum = b.add(sum, r);
+    }
+    let six = b.constant(6.0);
+    let c6 = b.mul(six, center);
+    let lap = b.sub(sum, c6);
+    let a = b.param_ref(a);
+    let delta = b.mul(a, lap);
+    let value = b.add(center, delta);
+    b.store(tmp, value);
+    b.finish().unwrap()
+}
+
+/// `out = (u + tmp[+1, 0, 0] + tmp[0, -1, 0]) / 3`, a second stage reading the first's
+/// temporary at its neighbours.
+fn average_kernel() -> Kernel {
+    let mut b = KernelBuilder::new("average", 3, ElemType::F64);
+    let u = b.input("u");
+    let tmp = b.input("tmp");
+    let out = b.output("out");
+    let c = b.read(u, &[0, 0, 0]);
+    let t1 = b.read(tmp, &[1, 0, 0]);
+    let t2 = b.read(tmp, &[0, -1, 0]);
+    let s = b.add(c, t1);
+    let s = b.add(s, t2);
+    let third = b.constant(1.0 / 3.0);
+    let value = b.mul(s, third);
+    b.store(out, value);
+    b.finish().unwrap()
+}
+
+/// Two stages (`tmp` a grid in no chain, `out -> u` a chain) with a source on `tmp` and
+/// receivers on `out`, blocked and plain: the grids (u, out, tmp), the traces, the audit and
+/// the blocking.
+fn run_stages_case(
+    backend: &CpuBackend,
+    (shape, face): ([usize; 3], Boundary<f64>),
+    schedule: CpuSchedule,
+    steps: usize,
+) -> (Outcome, [Vec<Vec<f64>>; 2]) {
+    use stencil_core::sparse::{ReceiverSet, SourceSet, Target, corners};
+    use stencil_core::stages::{GridNames, Stage};
+    use stencil_core::time_loop::FieldSlot;
+    let euler = Stencil::new(euler_kernel()).unwrap();
+    let average = Stencil::new(average_kernel()).unwrap();
+    let geom = Geometry::new(&shape, 1, 8).unwrap();
+    let faces = vec![[face; 2]; 3];
+    let mut rng = Rng::new(0x0057_a6e5);
+    let mut initial: Vec<Vec<f64>> = (0..3)
+        .map(|_| (0..geom.len).map(|_| rng.uniform(-1.0, 1.0)).collect())
+        .collect();
+    for data in &mut initial {
+        fill_halo(&mut FieldViewMut { geom, data }, &faces);
+    }
+    let position = |p: [f64; 3]| corners::<f64>(&p, &shape).unwrap();
+    let run = |grids: &mut [Vec<f64>], blocked: bool| {
+        let (chain, tmp) = grids.split_at_mut(2);
+        fn written<'d>(
+            data: &'d mut [f64],
+            geom: Geometry,
+            faces: &[[Boundary<f64>; 2]],
+        ) -> WrittenGrid<'d, f64> {
+            WrittenGrid {
+                view: FieldViewMut { geom, data },
+                faces: faces.to_vec(),
+                constant_faces_filled: false,
+            }
+        }
+        // Chain `out -> u`: grids[1] is `out`, grids[0] is `u`.
+        let (u, out) = chain.split_at_mut(1);
+        let chain_slot = |position| FieldSlot::Chain { chain: 0, position };
+        let stages = vec![
+            Stage {
+                name: "euler".into(),
+                stencil: &euler,
+                slots: vec![chain_slot(1), FieldSlot::Lone(0)],
+                params: vec![0.1],
+            },
+            Stage {
+                name: "average".into(),
+                stencil: &average,
+                slots: vec![chain_slot(1), FieldSlot::Lone(0), chain_slot(0)],
+                params: Vec::new(),
+            },
+        ];
+        let names = GridNames {
+            chains: vec![vec!["out".into(), "u".into()]],
+            lone: vec!["tmp".into()],
+            coefficients: Vec::new(),
+        };
+        let mut job = StageLoop::new(
+            stages,
+            vec![vec![
+                written(&mut out[0], geom, &faces),
+                written(&mut u[0], geom, &faces),
+            ]],
+            vec![written(&mut tmp[0], geom, &faces)],
+            Vec::new(),
+            names,
+            0,
+        )
+        .unwrap();
+        job.add_sources(SourceSet {
+            target: Target::Lone(0),
+            stage: 0,
+            points: vec![position([5.5, 20.0, 30.25]), position([0.0, 44.0, 1.0])],
+            series: vec![vec![0.5; steps], (0..steps).map(|s| s as f64).collect()],
+        })
+        .unwrap();
+        job.add_receivers(ReceiverSet {
+            target: Target::Chain(0),
+            stage: 1,
+            points: vec![position([3.0, 17.5, 9.0]), position([1.25, 30.0, 60.0])],
+            interval: 2,
+            traces: vec![Vec::new(); 2],
+        })
+        .unwrap();
+        if !blocked {
+            let plain = Schedule::Cpu(CpuSchedule::default());
+            for _ in 0..steps {
+                job.step_with(|stage| backend.run(stage, &plain)).unwrap();
+            }
+            let traces = job.receivers()[0].traces.clone();
+            return (None, traces);
+        }
+        let workers = super::wavefront::workers(backend, &job, &schedule);
+        let blocking = time_blocking(Machine::detect(), &job, &schedule, workers);
+        let (result, audit) = audit::audited(|| {
+            backend.cpu_run_stages(&mut job, &schedule, steps, |stage| {
+                stencil_core::Backend::run(backend, stage, &Schedule::Cpu(schedule))
+            })
+        });
+        result.unwrap();
+        let traces = job.receivers()[0].traces.clone();
+        (Some((audit, blocking)), traces)
+    };
+    let mut blocked = initial.clone();
+    let (audited, blocked_traces) = run(&mut blocked, true);
+    let (audit, blocking) = audited.unwrap();
+    let mut plain = initial;
+    let (_, plain_traces) = run(&mut plain, false);
+    (
+        Outcome {
+            blocked,
+            plain,
+            audit,
+            blocking,
+        },
+        [blocked_traces, plain_traces],
+    )
+}
+
+#[test]
+fn stages_in_tiles_and_slabs_lend_rows_no_other_worker_writes_in_their_phase() {
+    let backend = CpuBackend::new(3).unwrap();
+    let mut tile = [0; MAX_DIMS];
+    tile[1] = 4;
+    let tiles = CpuSchedule {
+        tile,
+        time_depth: 3,
+        time_slab: 3,
+        ..CpuSchedule::default()
+    };
+    let slabs = CpuSchedule {
+        time_depth: 2,
+        time_slab: 2,
+        ..CpuSchedule::default()
+    };
+    let shape = if cfg!(miri) { [3, 40, 3] } else { [12, 60, 64] };
+    for (schedule, face, tiled) in [
+        (tiles, Boundary::Dirichlet(0.25), true),
+        (tiles, Boundary::UserManaged, true),
+        (slabs, Boundary::ZeroGradient, false),
+    ] {
+        let what = format!("faces {face:?}, tiles {tiled}");
+        let (outcome, [blocked, plain]) = run_stages_case(&backend, (shape, face), schedule, 7);
+        assert_eq!(
+            outcome.blocking.tiles, tiled,
+            "{what}: {:?}",
+            outcome.blocking
+        );
+        assert!(outcome.blocking.depth > 1, "{what}");
+        let workers: std::collections::BTreeSet<usize> =
+            outcome.audit.accesses().iter().map(|a| a.worker).collect();
+        assert_eq!(workers.len(), 3, "{what}: workers {workers:?}");
+        check(&outcome, &what);
+        assert_eq!(blocked.len(), 2);
+        assert_eq!(blocked[0].len(), 3, "{what}: samples after steps 2, 4, 6");
+        for (a, b) in blocked.iter().zip(&plain) {
+            assert!(
+                a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{what}: traces differ"
+            );
         }
     }
 }

@@ -9,6 +9,13 @@
 //! computes a prefix of the interior that grows slab by slab and trails the step before by
 //! `lag` planes, the kernel's reach along dimension 0.
 //!
+//! With several stages per step (a [`StageLoop`] of `S` stages), "step" below reads
+//! *sub-step*: a block of `depth` steps has `depth * S` sub-steps, every stage of every step in
+//! order, sub-step `u` (from 0) of a slab shifted back by `u lag` planes (and `u lag_y` rows in
+//! tiles), `lag` the largest reach of any stage. Sub-step `u` reads the grids of any earlier
+//! sub-step (each at least `lag` planes ahead), and overwrites a grid only where every earlier
+//! sub-step that still reads its old values has passed, for the same reasons.
+//!
 //! # Why it is exact
 //!
 //! Step `k` at plane `p` reads step `k - 1` at planes up to `p + lag`, which the step before

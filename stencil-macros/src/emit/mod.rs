@@ -189,8 +189,9 @@ impl PublicItems<'_> {
     }
 
     /// `Params` (the kernel's scalar parameters as named fields), `with(grids.., Params)`
-    /// and, for a kernel with `#[rotate(..)]`, `steps_with(grids.., Params)`: the same calls
-    /// as the positional ones, each scalar named at the call site. `with`'s body is `launch`
+    /// and, for a kernel with `#[rotate(..)]`, `Grids` (its grids as named fields) and
+    /// `steps_with(Grids, Params)`: the same calls as the positional ones, each scalar (and in
+    /// a time loop each grid) named at the call site. `with`'s body is `launch`
     /// (which reads the scalars from `__params`); bodies are `unreachable!()` in a stub
     /// (`launch` `None`).
     fn named_params(
@@ -207,8 +208,10 @@ impl PublicItems<'_> {
         let types = self.param_types();
         let mut fields = Vec::new();
         let mut grid_params = Vec::new();
-        let mut steps_params = Vec::new();
         let mut call_args = Vec::new();
+        // `Grids`' fields and the arguments `steps_with` passes `steps` (grids from `Grids`).
+        let mut grid_fields = Vec::new();
+        let mut steps_args = Vec::new();
         for (arg, ty) in model.args.iter().zip(&types) {
             let name = &arg.name;
             match &arg.kind {
@@ -216,7 +219,6 @@ impl PublicItems<'_> {
                     // Positional, like grids.
                     let param = if stub { quote!(_) } else { quote!(#name) };
                     grid_params.push(quote!(#param: #ty));
-                    steps_params.push(quote!(#param: #ty));
                     call_args.push(quote!(#name));
                 }
                 ArgKind::Field {
@@ -235,8 +237,13 @@ impl PublicItems<'_> {
                     } else {
                         ty.clone()
                     };
-                    steps_params.push(quote!(#param: #steps_ty));
+                    let doc = format!(" The `{unraw}` grid.");
+                    grid_fields.push(quote! {
+                        #[doc = #doc]
+                        #inner_vis #name: #steps_ty
+                    });
                     call_args.push(quote!(#name));
+                    steps_args.push(quote!(__grids.#name));
                 }
                 _ => {
                     let doc = format!(" The `{}` parameter.", syn::ext::IdentExt::unraw(name));
@@ -245,6 +252,7 @@ impl PublicItems<'_> {
                         #inner_vis #name: #ty
                     });
                     call_args.push(quote!(__params.#name));
+                    steps_args.push(quote!(__params.#name));
                 }
             }
         }
@@ -286,14 +294,27 @@ impl PublicItems<'_> {
         };
         if rotating.is_some() {
             // `self::`, so a grid parameter named `steps` cannot shadow the function.
-            let steps_body = body(quote!(self::steps(#(#call_args),*)));
+            let steps_body = body(quote!(self::steps(#(#steps_args),*)));
+            let grids_name = if stub { quote!(_) } else { quote!(__grids) };
+            let grids_doc = format!(
+                " The grids of the `{kernel}` kernel's time loop by name, for \
+                 `{kernel}::steps_with(..)`: the grids that rotate borrowed mutably, the others \
+                 as the kernel takes them. Two grids of one type given in the wrong order are a \
+                 compile error's worth of names at the call site, never a silent swap."
+            );
             let steps_doc = format!(
-                " Binds the `{kernel}` kernel's time loop like `{kernel}::steps(..)`, its scalar \
-                 parameters named in `Params`; `.run(n)` runs `n` steps."
+                " Binds the `{kernel}` kernel's time loop like `{kernel}::steps(..)`, its grids \
+                 named in `Grids` and its scalar parameters in `Params`; `.run(n)` runs `n` \
+                 steps."
             );
             out.extend(quote! {
+                #[doc = #grids_doc]
+                #inner_vis struct Grids<'g> {
+                    #(#grid_fields,)*
+                }
+
                 #[doc = #steps_doc]
-                #inner_vis fn steps_with<'g>(#(#steps_params,)* #params_name: Params)
+                #inner_vis fn steps_with<'g>(#grids_name: Grids<'g>, #params_name: Params)
                     -> ::stencil::__private::Steps<'g, #elem, #n_dims>
                 {
                     #steps_body

@@ -76,7 +76,10 @@ fn time_loop() -> Result<(), Error> {
     let (mut u1, mut out1) = (start.clone(), start.like());
     let (mut u2, mut out2) = (start.clone(), start.like());
     let _ = relax::steps(&mut u1, &mut out1, 0.1).run(3)?;
-    let _ = relax::steps_with(&mut u2, &mut out2, relax::Params { c: 0.1 }).run(3)?;
+    let _ = relax::steps_with(
+        relax::Grids { u: &mut u2, out: &mut out2 },
+        relax::Params { c: 0.1 },
+    ).run(3)?;
     // By hand: a sweep and a swap per step.
     let (mut u3, mut out3) = (start.clone(), start.like());
     for _ in 0..3 {
