@@ -131,7 +131,7 @@ pub mod __private {
     pub use std::sync::LazyLock;
     pub use stencil_core::grid::Grid;
     pub use stencil_core::reduce;
-    pub use stencil_core::row::{OutputRun, RowArgs, RowWindow};
+    pub use stencil_core::row::{OutputRun, RowArgs, RowWindow, RowWindows};
     pub use stencil_core::{
         BinaryOp, CmpOp, ElemType, Element, KernelBuilder, LogicOp, Max, Min, ReduceOp,
         ReductionTarget, Stencil, Sum, UnaryOp,

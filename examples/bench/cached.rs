@@ -2,14 +2,40 @@
 //! where the loop itself, not memory, sets the speed: the hand-written rows loops next to the
 //! library's default and tuned schedules, in points per second; and the fixed cost of one
 //! `run()` (the 7-point stencil on an 8^3 grid, which computes in well under a microsecond).
+//! Then the loops in cache on one thread ([`loop_rows`]): W1, W2, W3 and the radius-4 star,
+//! f64 and f32, the library's default and tuned schedules beside the naive C loop compiled
+//! in the same run (module `c_loop`), timed in the same rounds.
 
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use stencil::prelude::*;
-use stencil::{CpuBackend, CpuSchedule, Schedule, TuningCache, analysis, kernels};
+use stencil::{
+    CpuBackend, CpuSchedule, Element, Launch, Schedule, TunePolicy, TuningCache, analysis, kernels,
+};
 
+use crate::c_loop::{CLoops, Sweep};
 use crate::report::{Row, Stats};
 use crate::workloads::{Imp, Workload};
+
+stencil! {
+    /// Barker's 27-point Jacobi in f32 (`kernels::jacobi27`'s order of operations).
+    fn jacobi27_f32(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32, c2: f32, c3: f32) {
+        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
+            + u[i, j, k-1] + u[i, j, k+1];
+        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
+            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
+            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
+        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
+            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
+        out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
+    }
+
+    /// The 2-D 5-point Laplacian in f32.
+    fn five_point_f32(u: &Grid2<f32>, out: &mut Grid2<f32>, c0: f32, c1: f32) {
+        out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
+    }
+}
 
 /// Each timed run repeats the sweep for at least this long.
 const RUN: Duration = Duration::from_millis(30);
@@ -64,20 +90,28 @@ pub(crate) fn rows(
     rows
 }
 
-/// Per-sweep times in ms of each implementation: each timed run repeats the sweep for at
-/// least [`RUN`], the implementations interleaved over `repeats` rounds after one untimed.
+/// Per-sweep times in ms of each implementation (see [`rounds`]).
 fn interleaved(w: &mut Workload, imps: &[(&str, Imp<'_>)], repeats: usize) -> Vec<Stats> {
-    let mut times = vec![Vec::new(); imps.len()];
+    rounds(imps.len(), repeats, |k| {
+        w.run(imps[k].1);
+    })
+}
+
+/// Per-sweep times in ms of `n` implementations, `sweep(k)` running implementation `k` once:
+/// each timed run repeats the sweep for at least [`RUN`], the implementations interleaved
+/// over `repeats` rounds after one untimed.
+fn rounds(n: usize, repeats: usize, mut sweep: impl FnMut(usize)) -> Vec<Stats> {
+    let mut times = vec![Vec::new(); n];
     for round in 0..=repeats {
-        for (k, (_, imp)) in imps.iter().enumerate() {
+        for (k, times) in times.iter_mut().enumerate() {
             let start = Instant::now();
             let mut sweeps = 0;
             while sweeps < 3 || start.elapsed() < RUN {
-                w.run(*imp);
+                sweep(k);
                 sweeps += 1;
             }
             if round > 0 {
-                times[k].push(start.elapsed().as_secs_f64() * 1e3 / sweeps as f64);
+                times.push(start.elapsed().as_secs_f64() * 1e3 / sweeps as f64);
             }
         }
     }
@@ -103,4 +137,341 @@ pub(crate) fn run_cost(backend: &CpuBackend) -> f64 {
         samples.push(start.elapsed().as_secs_f64() * 1e6 / 1000.0);
     }
     Stats::of(samples).median
+}
+
+/// One row of the loops in cache: an implementation of one kernel on one thread.
+pub(crate) struct LoopRow {
+    /// Kernel, element type and grid.
+    pub(crate) kernel: &'static str,
+    /// Implementation name.
+    pub(crate) imp: String,
+    /// Times per sweep, ms.
+    pub(crate) stats: Stats,
+    /// Interior points.
+    pub(crate) points: usize,
+    /// Median of the C loop (contracting, then `-ffp-contract=off`) in the same rounds; NaN
+    /// without `cc`.
+    pub(crate) c_ms: [f64; 2],
+}
+
+impl LoopRow {
+    /// Billions of points per second at the median.
+    fn gpts(&self) -> f64 {
+        self.points as f64 / (self.stats.median * 1e-3) / 1e9
+    }
+
+    /// The row as one JSON object (`over_c`: the C loop's median over the row's, null
+    /// without `cc`).
+    pub(crate) fn json(&self) -> String {
+        let over = |c: f64| {
+            if c.is_finite() {
+                format!("{:.3}", c / self.stats.median)
+            } else {
+                "null".to_string()
+            }
+        };
+        format!(
+            "{{\"in_cache\":\"{}\",\"impl\":\"{}\",\"threads\":1,\"ms_median\":{:.4},\
+             \"ms_min\":{:.4},\"ms_max\":{:.4},\"gpts\":{:.4},\"over_c\":{},\
+             \"over_c_nofma\":{}}}",
+            self.kernel,
+            self.imp,
+            self.stats.median,
+            self.stats.min,
+            self.stats.max,
+            self.gpts(),
+            over(self.c_ms[0]),
+            over(self.c_ms[1]),
+        )
+    }
+}
+
+/// The table of [`LoopRow`]s.
+pub(crate) fn loop_table(rows: &[LoopRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<22} {:<28} {:>9} {:>17} {:>7} {:>7} {:>9}",
+        "kernel", "impl", "median ms", "min-max ms", "GPt/s", "x C", "x C nofma"
+    );
+    let mut last = "";
+    for r in rows {
+        if r.kernel != last && !last.is_empty() {
+            out.push('\n');
+        }
+        last = r.kernel;
+        let over = |c: f64| {
+            if c.is_finite() {
+                format!("{:.2}x", c / r.stats.median)
+            } else {
+                "-".to_string()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{:<22} {:<28} {:>9.4} {:>8.4}-{:<8.4} {:>7.3} {:>7} {:>9}",
+            r.kernel,
+            r.imp,
+            r.stats.median,
+            r.stats.min,
+            r.stats.max,
+            r.gpts(),
+            over(r.c_ms[0]),
+            over(r.c_ms[1]),
+        );
+    }
+    out
+}
+
+/// The loops in cache on `backend` (one thread): per kernel, the C loop of each build (when
+/// `cc` built them), the library's default schedule and its tuned one (`cache`), timed in
+/// the same rounds, each checked first against the library's default. The C loops are
+/// `Err(why)` when they could not be built.
+pub(crate) fn loop_rows(
+    backend: &CpuBackend,
+    cache: &TuningCache,
+    loops: &Result<CLoops, String>,
+    repeats: usize,
+) -> Vec<LoopRow> {
+    let c = [0.4, 0.1, 0.05, 0.025, 0.0125];
+    let steady = [0.4, 0.05, 0.02, 0.0075, 0.0];
+    let star = [0.4, 0.05, 0.03, 0.015, 0.005];
+    let mut rows = Vec::new();
+    let mut add =
+        |case: &mut dyn Measured| rows.extend(case.measure(backend, cache, loops, repeats));
+    add(&mut Case::<f64, 3>::new(
+        "W1 7-pt f64 64^3",
+        "w1_f64",
+        [64; 3],
+        1,
+        c,
+        |u, o, c| kernels::jacobi7(u, o, c[0], c[1]),
+    ));
+    add(&mut Case::<f32, 3>::new(
+        "W1 7-pt f32 64^3",
+        "w1_f32",
+        [64; 3],
+        1,
+        c,
+        |u, o, c| kernels::jacobi7_f32(u, o, c[0], c[1]),
+    ));
+    add(&mut Case::<f64, 3>::new(
+        "W2 27-pt f64 64^3",
+        "w2_f64",
+        [64; 3],
+        1,
+        steady,
+        |u, o, c| kernels::jacobi27(u, o, c[0], c[1], c[2], c[3]),
+    ));
+    add(&mut Case::<f32, 3>::new(
+        "W2 27-pt f32 64^3",
+        "w2_f32",
+        [64; 3],
+        1,
+        steady,
+        |u, o, c| jacobi27_f32(u, o, c[0], c[1], c[2], c[3]),
+    ));
+    add(&mut Case::<f64, 2>::new(
+        "W3 5-pt f64 1024^2",
+        "w3_f64",
+        [1024; 2],
+        1,
+        c,
+        |u, o, c| kernels::five_point(u, o, c[0], c[1]),
+    ));
+    add(&mut Case::<f32, 2>::new(
+        "W3 5-pt f32 1024^2",
+        "w3_f32",
+        [1024; 2],
+        1,
+        c,
+        |u, o, c| five_point_f32(u, o, c[0], c[1]),
+    ));
+    add(&mut Case::<f64, 3>::new(
+        "star r4 25-pt f64 64^3",
+        "star4_f64",
+        [64; 3],
+        4,
+        star,
+        |u, o, c| kernels::star4(u, o, c[0], c[1], c[2], c[3], c[4]),
+    ));
+    rows
+}
+
+/// A kernel's call on its grids and coefficients.
+type Bind<T, const D: usize> =
+    for<'a> fn(&'a Grid<T, D>, &'a mut Grid<T, D>, &[T; 5]) -> Launch<'a, T, D>;
+
+/// One kernel of [`loop_rows`]: its grids, coefficients, C loop and call.
+struct Case<T: Element, const D: usize> {
+    name: &'static str,
+    symbol: &'static str,
+    u: Grid<T, D>,
+    out: Grid<T, D>,
+    coefficients: [T; 5],
+    bind: Bind<T, D>,
+}
+
+/// How a [`Case`] sweeps once.
+enum Way<'a, T> {
+    C(Sweep<T>),
+    Library(&'a CpuBackend, Schedule),
+    Tuned(&'a CpuBackend, &'a TuningCache),
+}
+
+/// A [`Case`] of any element type and dimension.
+trait Measured {
+    fn measure(
+        &mut self,
+        backend: &CpuBackend,
+        cache: &TuningCache,
+        loops: &Result<CLoops, String>,
+        repeats: usize,
+    ) -> Vec<LoopRow>;
+}
+
+impl<T: Element, const D: usize> Case<T, D> {
+    fn new(
+        name: &'static str,
+        symbol: &'static str,
+        shape: [usize; D],
+        halo: usize,
+        coefficients: [f64; 5],
+        bind: Bind<T, D>,
+    ) -> Self {
+        let mut u = Grid::<T, D>::with_halo(shape, halo).expect("grid");
+        // Values in [0.5, 1.5), halo included, so a sweep reads no zeros.
+        for (n, v) in u.as_mut_slice().iter_mut().enumerate() {
+            *v = T::from_f64(0.5 + ((n * 7919) % 1000) as f64 / 1000.0);
+        }
+        let out = u.like();
+        Case {
+            name,
+            symbol,
+            u,
+            out,
+            coefficients: coefficients.map(T::from_f64),
+            bind,
+        }
+    }
+
+    fn sweep(&mut self, way: &Way<'_, T>) {
+        match *way {
+            Way::C(sweep) => {
+                let g = *self.u.geometry();
+                assert!(
+                    g == *self.out.geometry(),
+                    "bench: one layout for both grids"
+                );
+                let d: [i64; 5] = if D == 3 {
+                    [
+                        g.shape[0],
+                        g.shape[1],
+                        g.shape[2],
+                        g.strides[0],
+                        g.strides[1],
+                    ]
+                } else {
+                    [1, g.shape[0], g.shape[1], 0, g.strides[0]]
+                }
+                .map(|x| x as i64);
+                let u = self.u.as_slice()[g.origin..].as_ptr();
+                let out = self.out.as_mut_slice()[g.origin..].as_mut_ptr();
+                // SAFETY: both grids have layout `g`, whose halo covers the kernel's reach,
+                // so the loop reads only `u`'s storage and writes only `out`'s interior; the
+                // two are distinct allocations (`restrict`), `d` and the coefficients live
+                // through the call.
+                unsafe { sweep(u, out, d.as_ptr(), self.coefficients.as_ptr()) };
+            }
+            Way::Library(backend, schedule) => {
+                (self.bind)(&self.u, &mut self.out, &self.coefficients)
+                    .on(backend)
+                    .schedule(schedule)
+                    .run()
+                    .expect("bench: run")
+            }
+            Way::Tuned(backend, cache) => (self.bind)(&self.u, &mut self.out, &self.coefficients)
+                .on(backend)
+                .tune(TunePolicy::Quick)
+                .tuning_cache(cache.clone())
+                .run()
+                .expect("bench: run"),
+        }
+    }
+
+    /// The output interior after sweeping `way` over a NaN-poisoned output.
+    fn output(&mut self, way: &Way<'_, T>) -> Vec<f64> {
+        self.out.as_mut_slice().fill(T::from_f64(f64::NAN));
+        self.sweep(way);
+        self.out.to_vec().into_iter().map(T::to_f64).collect()
+    }
+}
+
+impl<T: Element, const D: usize> Measured for Case<T, D> {
+    fn measure(
+        &mut self,
+        backend: &CpuBackend,
+        cache: &TuningCache,
+        loops: &Result<CLoops, String>,
+        repeats: usize,
+    ) -> Vec<LoopRow> {
+        let mut ways: Vec<(String, Way<'_, T>)> = Vec::new();
+        if let Ok(loops) = loops {
+            for (contract, name) in [
+                (true, "C -O3 -march=native"),
+                (false, "C -ffp-contract=off"),
+            ] {
+                ways.push((name.to_string(), Way::C(loops.sweep(self.symbol, contract))));
+            }
+        }
+        let n_c = ways.len();
+        ways.push((
+            "library default".to_string(),
+            Way::Library(backend, Schedule::Cpu(CpuSchedule::default())),
+        ));
+        // The default without software prefetching: what the prefetches cost in cache.
+        let no_prefetch = CpuSchedule {
+            prefetch: 0,
+            ..CpuSchedule::default()
+        };
+        ways.push((
+            "library default, prefetch 0".to_string(),
+            Way::Library(backend, Schedule::Cpu(no_prefetch)),
+        ));
+        ways.push(("stencil-tuned".to_string(), Way::Tuned(backend, cache)));
+        // The first tuned call tunes; then every way against the library's default.
+        self.sweep(&Way::Tuned(backend, cache));
+        let expected = self.output(&ways[n_c].1);
+        let tolerance = if size_of::<T>() == 4 { 1e-5 } else { 1e-12 };
+        for (name, way) in &ways {
+            let found = self.output(way);
+            let bad = expected
+                .iter()
+                .zip(&found)
+                .filter(|(a, b)| {
+                    // NaN (an unwritten point) is never close.
+                    let close = (*a - *b).abs() <= tolerance * a.abs().max(1.0);
+                    !close
+                })
+                .count();
+            assert!(bad == 0, "bench: {} {name}: {bad} values differ", self.name);
+        }
+        let stats = rounds(ways.len(), repeats, |k| self.sweep(&ways[k].1));
+        let c_ms = if n_c == 2 {
+            [stats[0].median, stats[1].median]
+        } else {
+            [f64::NAN; 2]
+        };
+        let points = self.u.geometry().shape[..D].iter().product();
+        ways.into_iter()
+            .zip(stats)
+            .map(|((imp, _), stats)| LoopRow {
+                kernel: self.name,
+                imp,
+                stats,
+                points,
+                c_ms,
+            })
+            .collect()
+    }
 }

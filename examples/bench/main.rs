@@ -8,8 +8,11 @@
 //! ```
 //!
 //! Five sections (all unless `--only` names some): `sweeps`, described below; `cache`,
-//! cache-resident sweeps (W1 at 64^3, W3 at 1024^2) against the hand-written loops and the
-//! fixed cost of one `run()` (module `cached`); `steps`, time loops (W1 and W3 for 100 steps,
+//! cache-resident sweeps (W1 at 64^3, W3 at 1024^2) against the hand-written loops, the
+//! fixed cost of one `run()`, and the loops in cache on one thread (W1, W2, W3 and the
+//! radius-4 star, f64 and f32) beside a naive C loop that the system's `cc` compiles in the
+//! run, with and without `-ffp-contract=off` ("C loop: cc not found" without one; modules
+//! `cached`, `c_loop`); `steps`, time loops (W1 and W3 for 100 steps,
 //! W2 for 20) per step for the hand-written swap loop, `run()` then swap, and `Steps` default
 //! and tuned, with the first call's tuning (module `timeloop`); `acoustic`, a whole simulation
 //! step of a staggered 3-D acoustic solver (two kernels, a source, 256 receivers) by hand, as
@@ -45,6 +48,7 @@
 //! checked against the serial baseline's.
 
 mod acoustic;
+mod c_loop;
 mod cached;
 mod krylov;
 mod noise;
@@ -542,8 +546,12 @@ fn main() {
     // Cache-resident sweeps and the fixed cost of a call.
     let mut cache_rows = Vec::new();
     let mut run_costs = Vec::new();
+    let mut loop_rows = Vec::new();
+    let mut c_loops = Err(String::new());
     if o.runs("cache") {
         cache_rows = cached::rows(&backends, &pools, &caches, (64, 1024), o.repeats);
+        c_loops = c_loop::CLoops::build();
+        loop_rows = cached::loop_rows(&backends[0], &caches[0], &c_loops, o.repeats);
         run_costs = backends
             .iter()
             .map(|b| (b.threads(), cached::run_cost(b)))
@@ -640,6 +648,20 @@ fn main() {
         for (threads, us) in &run_costs {
             println!("{{\"run_cost_8cubed_us\":{us:.3},\"threads\":{threads}}}");
         }
+        if o.runs("cache") {
+            match &c_loops {
+                Ok(loops) => println!(
+                    "{{\"c_loop\":\"{}\",\"flags\":[\"{}\",\"{}\"]}}",
+                    loops.compiler.replace('"', "'"),
+                    c_loop::FLAGS[0],
+                    c_loop::FLAGS[1]
+                ),
+                Err(why) => println!("{{\"c_loop\":null,\"why\":\"{}\"}}", why.replace('"', "'")),
+            }
+        }
+        for r in &loop_rows {
+            println!("{}", r.json());
+        }
         for t in &steps_tuner {
             println!("{}", t.json());
         }
@@ -668,6 +690,20 @@ fn main() {
             for (threads, us) in &run_costs {
                 println!("run() of the 7-point stencil on 8^3, {threads} thr: {us:.2} us");
             }
+            println!(
+                "\nloops in cache, 1 thread (x C: the C loop's median over the row's, timed in \
+                 the same rounds; C loop: {}):",
+                match &c_loops {
+                    Ok(loops) => format!(
+                        "{}, {} and {}",
+                        loops.compiler,
+                        c_loop::FLAGS[0],
+                        c_loop::FLAGS[1]
+                    ),
+                    Err(why) => why.clone(),
+                }
+            );
+            print!("{}", cached::loop_table(&loop_rows));
         }
         if o.runs("steps") {
             println!(

@@ -338,6 +338,68 @@ impl<'a, T> RowWindow<'a, T> {
         let start = self.start + r * self.stride;
         self.storage.expect(start, len)
     }
+
+    /// Rows `0..rows` of this window, `len` elements each, checked against the input's
+    /// storage once here rather than at every row: [`RowWindows::at`] then compares only the
+    /// row number and the length with the checked ones, where [`at`](Self::at) checks the
+    /// storage bounds (with overflow) at every row.
+    ///
+    /// # Panics
+    /// If the last of them leaves the input's storage (a backend bug, as for
+    /// [`at`](Self::at)).
+    #[inline(always)]
+    pub fn rows(self, rows: usize, len: usize) -> RowWindows<'a, T> {
+        if let Some(last) = rows.checked_sub(1) {
+            let from = last
+                .checked_mul(self.stride)
+                .and_then(|offset| offset.checked_add(self.start))
+                .unwrap_or_else(|| out_of_storage(usize::MAX, len, self.storage.len));
+            self.storage.expect(from, len);
+        }
+        RowWindows {
+            window: self,
+            rows,
+            len,
+        }
+    }
+}
+
+/// Rows `0..rows` of a [`RowWindow`], `len` elements each, every one inside the input's
+/// storage (see [`RowWindow::rows`]).
+#[derive(Debug)]
+pub struct RowWindows<'a, T> {
+    window: RowWindow<'a, T>,
+    rows: usize,
+    len: usize,
+}
+
+impl<T> Clone for RowWindows<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for RowWindows<'_, T> {}
+
+impl<'a, T> RowWindows<'a, T> {
+    /// The first `len` elements of row `r` (the caller passes the length it checked the
+    /// rows for, which the compiler then knows as the slice's length).
+    ///
+    /// # Panics
+    /// If `r` is not below the row count or `len` beyond the checked length.
+    #[inline(always)]
+    pub fn at(&self, r: usize, len: usize) -> &'a [T] {
+        if r >= self.rows || len > self.len {
+            outside_window(r, len, self);
+        }
+        let w = &self.window;
+        // SAFETY: row `r < rows` starts at `start + r * stride`, no later than the last row's
+        // start, and `RowWindow::rows` checked (without overflow) that the last row's
+        // `self.len >= len` elements end inside the storage, so this row's `len` do too; the
+        // storage's elements are valid for reads for `'a` and written by nobody while they
+        // are borrowed (as in `Storage::elements`).
+        unsafe { std::slice::from_raw_parts(w.storage.ptr.add(w.start + r * w.stride), len) }
+    }
 }
 
 impl<'a, T: Copy> RowArgs<'a, T> {
@@ -549,6 +611,15 @@ fn out_of_storage(from: usize, len: usize, storage: usize) -> ! {
     panic!("input elements {from}..{from}+{len} outside its storage of {storage}")
 }
 
+#[cold]
+#[inline(never)]
+fn outside_window<T>(r: usize, len: usize, window: &RowWindows<'_, T>) -> ! {
+    panic!(
+        "{len} elements of row {r} of a window of {} rows of {}",
+        window.rows, window.len
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,5 +668,28 @@ mod tests {
         // Past the storage: no window, and no panic.
         assert!(third.window(0, [2, 0, 0, 0], 0, 4).is_none());
         assert_eq!(RowArgs::new(4, &inputs, &[]).with_rows(0, 0).rows(), 1);
+    }
+
+    #[test]
+    fn a_window_s_rows_are_checked_once_and_read_by_number() {
+        // A 4 x 10 grid; a run of rows starting at (1, 2), adjacent along dimension 0.
+        let data: Vec<f64> = (0..40).map(f64::from).collect();
+        let inputs = row_at_1_2(&data);
+        let args = RowArgs::new(5, &inputs, &[]).with_rows(3, 0);
+        // One point either side of the row: rows 0..3 of the run, 7 points each.
+        let rows = args.row_window(0, [0, 0, 0, 0], -1).rows(3, 7);
+        assert_eq!(rows.at(0, 7), &data[11..18]);
+        assert_eq!(rows.at(2, 7), &data[31..38]);
+        assert_eq!(rows.at(1, 5), &data[21..26]);
+        // Beyond the rows or the length checked: a panic, not a read.
+        for (r, len) in [(3, 7), (0, 8)] {
+            let read = std::panic::catch_unwind(|| rows.at(r, len).len());
+            assert!(read.is_err(), "row {r}, {len} points");
+        }
+        // A last row past the storage panics when the rows are taken; none is checked.
+        let window = args.row_window(0, [1, 0, 0, 0], -1);
+        assert!(std::panic::catch_unwind(|| window.rows(3, 7)).is_err());
+        assert_eq!(window.rows(2, 7).at(1, 7), &data[31..38]);
+        assert!(std::panic::catch_unwind(|| window.rows(0, 7).at(0, 1).len()).is_err());
     }
 }

@@ -127,8 +127,8 @@ fn the_expansion_has_the_contracted_shape() {
     // One window per input row: u[i-1, j, k] alone, u[i, j, k-1..=k+1] as one span, each
     // located once per run and read row by row.
     for window in [
-        "args . row_window (0 , [- 1 , 0 , 0 , 0] , 0)",
-        "args . row_window (0 , [0 , 0 , 0 , 0] , - 1)",
+        "args . row_window (0 , [- 1 , 0 , 0 , 0] , 0) . rows (rows + 1 - 1 , n + 0)",
+        "args . row_window (0 , [0 , 0 , 0 , 0] , - 1) . rows (rows + 1 - 1 , n + 2)",
         "w [0] . at (r , n + 2)",
         "w [1] . at (r , n + 0)",
     ] {

@@ -64,7 +64,7 @@ fn int(expr: &syn::Expr) -> isize {
 
 /// The window descriptors `__run` computes for the row function named `row_fn`: the array
 /// `w` bound in the branch whose loop calls it, each entry `args.row_window(input, offset,
-/// lo)`.
+/// lo).rows(count, len)`.
 fn descriptors(run: &syn::ItemFn, row_fn: &str) -> Vec<(usize, [isize; 4], isize)> {
     for statement in &run.block.stmts {
         let syn::Stmt::Expr(syn::Expr::If(branch), _) = statement else {
@@ -91,8 +91,13 @@ fn descriptors(run: &syn::ItemFn, row_fn: &str) -> Vec<(usize, [isize; 4], isize
             .elems
             .iter()
             .map(|e| {
-                let syn::Expr::MethodCall(m) = e else {
+                // `args.row_window(input, offset, lo).rows(count, len)`.
+                let syn::Expr::MethodCall(rows) = e else {
                     panic!("a descriptor")
+                };
+                assert_eq!(rows.method, "rows");
+                let syn::Expr::MethodCall(m) = &*rows.receiver else {
+                    panic!("a window")
                 };
                 assert_eq!(m.method, "row_window");
                 let args: Vec<_> = m.args.iter().collect();
@@ -178,10 +183,41 @@ pub(super) fn evaluate(
             }
         }
     }
+    // The shifted slices bound before the loop: `let rK_A = &rK[A..A + n];`.
+    let mut shifted: HashMap<String, (String, isize)> = HashMap::new();
+    for statement in &point_loop.block.stmts {
+        let syn::Stmt::Local(local) = statement else {
+            continue;
+        };
+        let (syn::Pat::Ident(name), Some(init)) = (&local.pat, &local.init) else {
+            continue;
+        };
+        let syn::Expr::Reference(reference) = &*init.expr else {
+            continue;
+        };
+        let syn::Expr::Index(index) = &*reference.expr else {
+            continue;
+        };
+        let (syn::Expr::Path(window), syn::Expr::Range(range)) = (&*index.expr, &*index.index)
+        else {
+            continue;
+        };
+        let Some(start) = &range.start else {
+            continue;
+        };
+        let window = window.path.get_ident().unwrap().to_string();
+        if windows.contains_key(&window) {
+            shifted.insert(name.ident.to_string(), (window, int(start)));
+        }
+    }
     let unit = n_dims - 1;
-    let reader = |window: &str, at: isize| {
+    let reader = |name: &str, at: isize| {
+        let (window, shift) = match shifted.get(name) {
+            Some((window, shift)) => (window.as_str(), *shift),
+            None => (name, 0),
+        };
         let (input, mut offset, lo) = windows[window];
-        offset[unit] += lo + at;
+        offset[unit] += lo + shift + at;
         read(input, offset)
     };
     let body = point_loop
@@ -281,7 +317,7 @@ fn eval(
             ..
         }) => Value::Real(f.base10_parse().unwrap()),
         syn::Expr::Path(p) => env[&p.path.get_ident().unwrap().to_string()],
-        // `rK[x + d]`: window `rK` at `d`.
+        // `rK[x + d]`: window `rK` at `d`; `rK_A[x]`: window `rK` at `A`.
         syn::Expr::Index(index) => {
             let syn::Expr::Path(window) = &*index.expr else {
                 panic!("a window read")
