@@ -109,16 +109,26 @@ struct Every<'g, T: Element, const D: usize> {
 
 /// A [`Steps::every`] callback.
 type Callback<'g, T, const D: usize> =
-    Box<dyn FnMut(&mut LoopState<'_, T, D>) -> ControlFlow<()> + 'g>;
+    Box<dyn FnMut(&mut LoopState<'_, T, D>) -> Result<ControlFlow<()>> + 'g>;
 
 /// The state of a time loop between steps, as a [`Steps::every`] callback sees it: every grid
 /// by its name in the kernel (holding what the names hold after the steps so far, per the
-/// rotation) and the parameters, which the callback may change for the steps that follow.
+/// rotation), which it may read, and write where the loop was given it mutably
+/// ([`grid_mut`](Self::grid_mut)), and the parameters, which it may change for the steps that
+/// follow.
 pub struct LoopState<'s, T: Element, const D: usize> {
     kernel: &'s Kernel,
     step: usize,
-    grids: Vec<&'s Grid<T, D>>,
+    grids: Vec<StateGrid<'s, T, D>>,
+    /// Per grid: whether the callback borrowed it mutably.
+    written: Vec<bool>,
     params: &'s mut [T],
+}
+
+/// A grid as a callback holds it: read only, or also writable.
+enum StateGrid<'s, T: Element, const D: usize> {
+    Read(&'s Grid<T, D>),
+    Write(&'s mut Grid<T, D>),
 }
 
 impl<T: Element, const D: usize> LoopState<'_, T, D> {
@@ -130,7 +140,44 @@ impl<T: Element, const D: usize> LoopState<'_, T, D> {
     /// The grid the kernel names `name`, or `None` when it has no such grid.
     pub fn grid(&self, name: &str) -> Option<&Grid<T, D>> {
         let field = self.kernel.field_by_name(name)?;
-        Some(self.grids[field.index()])
+        Some(match &self.grids[field.index()] {
+            StateGrid::Read(g) => g,
+            StateGrid::Write(g) => g,
+        })
+    }
+
+    /// The grid the kernel names `name`, to change (a perturbation, a source written by
+    /// hand, a reset). After the callback returns, the loop brings the halo of every grid
+    /// borrowed here up to date from its boundary conditions ([`Grid::refresh_halo`]: faces
+    /// that depend on the interior are filled again, `Dirichlet` faces keep their values,
+    /// halo points of `UserManaged` faces keep what the callback wrote), so the next step reads
+    /// what a `run()` after the same change would read.
+    ///
+    /// # Errors
+    /// [`ErrorKind::BadArgument`] when the kernel has no grid `name`, or the loop was given it
+    /// read only ([`Steps::input`]).
+    pub fn grid_mut(&mut self, name: &str) -> Result<&mut Grid<T, D>> {
+        let kernel = self.kernel;
+        let field = kernel.field_by_name(name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::BadArgument,
+                format!("kernel `{}` has no grid `{name}`", kernel.name),
+            )
+        })?;
+        match &mut self.grids[field.index()] {
+            StateGrid::Write(g) => {
+                self.written[field.index()] = true;
+                Ok(g)
+            }
+            StateGrid::Read(_) => Err(Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "kernel `{}`: grid `{name}` was given to the loop read only (`input`), so a \
+                     callback cannot change it",
+                    kernel.name
+                ),
+            )),
+        }
     }
 
     /// The value of parameter `name`, or `None` when the kernel has no such parameter.
@@ -352,9 +399,22 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     /// rank alone and leaves the others waiting in the next exchange. Every rank's
     /// [`LoopReport`] then has the same `steps` and `stopped`.
     pub fn every(
+        self,
+        interval: usize,
+        mut callback: impl FnMut(&mut LoopState<'_, T, D>) -> ControlFlow<()> + 'g,
+    ) -> Self {
+        self.try_every(interval, move |state| Ok(callback(state)))
+    }
+
+    /// As [`every`](Self::every), with a callback that may fail: an `Err` (a failed
+    /// [`LoopState::set_param`] or [`LoopState::grid_mut`] passed on with `?`, or the
+    /// callback's own) stops the loop after the steps done so far, which stay done and rotated
+    /// as after a break, and [`run`](Self::run) returns that error. Across MPI ranks the other
+    /// ranks stop there too, as after a break on one rank.
+    pub fn try_every(
         mut self,
         interval: usize,
-        callback: impl FnMut(&mut LoopState<'_, T, D>) -> ControlFlow<()> + 'g,
+        callback: impl FnMut(&mut LoopState<'_, T, D>) -> Result<ControlFlow<()>> + 'g,
     ) -> Self {
         if interval == 0 {
             self.fail(Error::new(
@@ -481,14 +541,35 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 let mut state = LoopState {
                     kernel,
                     step: done,
-                    grids: self.grids.iter().map(|g| grid_ref(g)).collect(),
+                    grids: self
+                        .grids
+                        .iter_mut()
+                        .map(|g| match g {
+                            Some(LoopGrid::Write(g)) => StateGrid::Write(&mut **g),
+                            Some(LoopGrid::Read(g)) => StateGrid::Read(&**g),
+                            None => unreachable!("stencil steps: bound before the loop"),
+                        })
+                        .collect(),
+                    written: vec![false; kernel.fields.len()],
                     params: &mut params,
                 };
-                stopped = (every.callback)(&mut state).is_break();
+                let outcome = (every.callback)(&mut state);
+                let written = state.written;
+                // The halos of the grids the callback may have changed, from their conditions.
+                for (grid, _) in self.grids.iter_mut().zip(&written).filter(|(_, w)| **w) {
+                    if let Some(LoopGrid::Write(grid)) = grid {
+                        grid.refresh_halo();
+                    }
+                }
+                let failed = outcome.as_ref().err().cloned();
+                stopped = outcome.map_or(true, |flow| flow.is_break());
                 // Across ranks every rank stops when any does: a rank that stopped alone
                 // would leave the others waiting in the next exchange.
                 if let Some(across) = self.across {
                     stopped = across.any_rank(stopped);
+                }
+                if let Some(e) = failed {
+                    return Err(e);
                 }
             }
         }

@@ -61,6 +61,11 @@ stencil! {
         energy[i, j, l] = u[i, j, l] * u[i, j, l] + v[i, j, l] * v[i, j, l];
     }
 
+    /// A ping-pong with a coefficient grid.
+    fn wave_free(u: &Grid2<f64>, k: &Grid2<f64>, out: &mut Grid2<f64>) {
+        out[i, j] = u[i, j] + 0.1 * k[i, j] * (u[i-1, j] + u[i+1, j] - 2.0 * u[i, j]);
+    }
+
     /// No reads along the outer dimension at all.
     fn flat(u: &Grid3<f64>, out: &mut Grid3<f64>) {
         out[i, j, k] = 0.5 * u[i, j, k] + 0.25 * (u[i, j, k-1] + u[i, j+1, k]);
@@ -543,6 +548,67 @@ fn a_callback_may_change_a_parameter_for_the_steps_that_follow() {
         .run(8)
         .unwrap();
     assert_same(&got, &want, "parameter changed after 4 steps");
+}
+
+#[test]
+fn a_callback_may_change_grids_and_its_errors_end_the_loop() {
+    let case = Case {
+        stencil: kernels::five_point::stencil(),
+        chains: &[&["out", "u"]],
+        params: &[("c0", 0.5), ("c1", 0.125)],
+    };
+    let mut random = Rng::new(29);
+    // Faces that copy from the interior, so a change left without its halo would show.
+    let mut start = grids(&case, [30, 20], 1, &mut random, false);
+    for g in &mut start {
+        g.set_boundary(Boundary::Periodic);
+    }
+    let mut want = copies(&start);
+    let mut got = copies(&want);
+    // By hand: 4 steps, a bump at a point next to the edge, its halo refreshed, 4 more steps.
+    by_hand(&case, &mut want, 4);
+    want[0][[0, 3]] += 2.0;
+    want[0].update_halo();
+    by_hand(&case, &mut want, 4);
+    let (head, tail) = got.split_at_mut(1);
+    let error = Steps::new(kernels::five_point::stencil())
+        .rotate(&["out", "u"])
+        .grid("u", &mut head[0])
+        .grid("out", &mut tail[0])
+        .param("c0", 0.5)
+        .param("c1", 0.125)
+        .try_every(4, |state| {
+            if state.step() == 4 {
+                state.grid_mut("u")?[[0, 3]] += 2.0;
+                assert!(state.grid_mut("nothing").is_err());
+                return Ok(ControlFlow::Continue(()));
+            }
+            // After 8 steps: a mistake passed on with `?` ends the loop with its error.
+            state.set_param("c9", 1.0)?;
+            Ok(ControlFlow::Continue(()))
+        })
+        .run(100)
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::BadArgument);
+    assert!(error.to_string().contains("c9"), "{error}");
+    assert_same(&got, &want, "a bump after 4 steps, an error after 8");
+
+    // A grid given read only cannot be changed by a callback.
+    let (mut u, mut out) = (want[0].clone(), want[1].clone());
+    let k = want[0].clone();
+    let e = Steps::new(wave_free::stencil())
+        .rotate(&["out", "u"])
+        .grid("u", &mut u)
+        .grid("out", &mut out)
+        .input("k", &k)
+        .try_every(1, |state| {
+            state.grid_mut("k")?;
+            Ok(ControlFlow::Continue(()))
+        })
+        .run(3)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArgument);
+    assert!(e.to_string().contains("read only"), "{e}");
 }
 
 #[test]
