@@ -30,6 +30,27 @@ stencil! {
         p_next[i, j] = p[i, j] + dt * k[i, j] * (vx[i, j] - vx[i-1, j] + vy[i, j] - vy[i, j-1]);
     }
 
+    /// The Laplacian of `u` into a temporary, reaching two points along `i`.
+    fn lap2(u: &Grid2<f64>, l: &mut Grid2<f64>) {
+        l[i, j] = u[i-2, j] + u[i+1, j] + u[i, j-1] + u[i, j+1] - 4.0 * u[i, j];
+    }
+
+    /// A leapfrog step from the temporary: three time levels.
+    fn leap2(u: &Grid2<f64>, u_prev: &Grid2<f64>, l: &Grid2<f64>, u_next: &mut Grid2<f64>,
+             c: f64) {
+        u_next[i, j] = 2.0 * u[i, j] - u_prev[i, j] + c * (l[i, j] + 0.5 * l[i+1, j-1]);
+    }
+
+    /// A 1-D smoothing stage into a temporary.
+    fn smooth1(u: &Grid1<f64>, t: &mut Grid1<f64>, w: f64) {
+        t[i] = u[i] + w * (u[i-1] - 2.0 * u[i] + u[i+1]);
+    }
+
+    /// A 1-D second stage reading the temporary and the previous level.
+    fn mix1(u: &Grid1<f64>, t: &Grid1<f64>, u_next: &mut Grid1<f64>) {
+        u_next[i] = 0.5 * (u[i] + t[i+1]) - 0.25 * t[i-2];
+    }
+
     /// Heun's first stage: an Euler step of the heat equation into a temporary.
     fn euler3(u: &Grid3<f64>, tmp: &mut Grid3<f64>, a: f64) {
         tmp[i, j, k] = u[i, j, k] + a * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
@@ -516,6 +537,129 @@ fn a_heun_scheme_in_skewed_tiles_matches_the_plain_loop() {
         backend.activity().tiled_time_loops > before,
         "no loop ran in skewed tiles"
     );
+}
+
+#[test]
+fn three_time_levels_and_a_temporary_across_two_stages_match_the_plain_loop() {
+    let mut rng = Rng::new(0x0003_1e7e);
+    let shape = [90, 120];
+    let steps = 11;
+    let spec = Spec {
+        names: vec!["u", "u_prev", "u_next", "l"],
+        chains: vec![vec!["u_next", "u", "u_prev"]],
+        stages: vec![
+            StageSpec {
+                stencil: lap2::stencil(),
+                grids: vec![("u", "u"), ("l", "l")],
+                params: vec![],
+            },
+            StageSpec {
+                stencil: leap2::stencil(),
+                grids: vec![
+                    ("u", "u"),
+                    ("u_prev", "u_prev"),
+                    ("l", "l"),
+                    ("u_next", "u_next"),
+                ],
+                params: vec![("c", 0.05)],
+            },
+        ],
+        sources: vec![("l", [40.5, 60.0], vec![0.25; steps])],
+        receivers: vec![("u_next", vec![[3.0, 4.5], [89.0, 119.0]], 1)],
+        overwritten: vec!["u_next", "l"],
+    };
+    for draw in 0..3 {
+        let mut faces = [
+            [face(&mut rng, false), face(&mut rng, false)],
+            [face(&mut rng, false), face(&mut rng, false)],
+        ];
+        while faces[0].contains(&Boundary::Periodic) {
+            faces[0] = [face(&mut rng, false), face(&mut rng, false)];
+        }
+        let initial = random_grids(&spec, shape, faces, &mut rng);
+        // Halos of 2: `lap2` reads two points along `i`.
+        let halo2: Vec<Grid2<f64>> = initial
+            .iter()
+            .map(|g| {
+                let mut h = Grid2::<f64>::with_halo(shape, 2).unwrap();
+                for (d, pair) in g.boundaries().iter().enumerate() {
+                    h.set_face_boundary(d, Side::Low, pair[0]).unwrap();
+                    h.set_face_boundary(d, Side::High, pair[1]).unwrap();
+                }
+                h.fill_with(|p| g[p]);
+                h
+            })
+            .collect();
+        for (what, schedule) in [
+            ("plain steps", cpu(1, 0, 0)),
+            ("depth 3, slabs of 4, two threads", cpu(3, 4, 2)),
+            ("depth 5, slabs of 2, one thread", cpu(5, 2, 1)),
+        ] {
+            compare(
+                &spec,
+                &halo2,
+                steps,
+                schedule,
+                None,
+                &format!("{what}, faces {faces:?} (draw {draw})"),
+            );
+        }
+    }
+}
+
+#[test]
+fn one_dimensional_stages_match_the_plain_loop() {
+    let mut rng = Rng::new(0x0001_d1d1);
+    let shape = [40_000];
+    let steps = 6;
+    let spec = Spec {
+        names: vec!["u", "u_next", "t"],
+        chains: vec![vec!["u_next", "u"]],
+        stages: vec![
+            StageSpec {
+                stencil: smooth1::stencil(),
+                grids: vec![("u", "u"), ("t", "t")],
+                params: vec![("w", 0.2)],
+            },
+            StageSpec {
+                stencil: mix1::stencil(),
+                grids: vec![("u", "u"), ("t", "t"), ("u_next", "u_next")],
+                params: vec![],
+            },
+        ],
+        sources: vec![("u_next", [123.25], vec![1.0; steps])],
+        receivers: vec![("t", vec![[0.0], [39_999.0], [20_000.5]], 2)],
+        overwritten: vec!["u_next", "t"],
+    };
+    for faces in [
+        [[Boundary::Dirichlet(0.5), Boundary::ZeroGradient]],
+        [[Boundary::Reflect, Boundary::UserManaged]],
+    ] {
+        let initial: Vec<Grid1<f64>> = random_grids(&spec, shape, faces, &mut rng)
+            .into_iter()
+            .map(|g| {
+                let mut h = Grid1::<f64>::with_halo(shape, 2).unwrap();
+                h.set_face_boundary(0, Side::Low, faces[0][0]).unwrap();
+                h.set_face_boundary(0, Side::High, faces[0][1]).unwrap();
+                h.fill_with(|p| g[p]);
+                h
+            })
+            .collect();
+        for (what, schedule) in [
+            ("plain steps", cpu(1, 0, 0)),
+            ("depth 2, slabs of 5000, two threads", cpu(2, 5000, 2)),
+            ("depth 4, the default slab", cpu(4, 0, 0)),
+        ] {
+            compare(
+                &spec,
+                &initial,
+                steps,
+                schedule,
+                None,
+                &format!("{what}, faces {faces:?}"),
+            );
+        }
+    }
 }
 
 #[test]
