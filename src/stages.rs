@@ -5,7 +5,7 @@
 //! velocities; a Runge-Kutta scheme runs two to four stages per step; a seismic code adds a
 //! source and records receivers every step. `Stages` runs such a step as one loop, so the CPU
 //! backend can block in time across all of it (each tile advancing through every stage of
-//! every step of a block, see [`CpuBackend`](crate::CpuBackend)) and still leave exactly what
+//! every step of a block, see [`CpuBackend`]) and still leave exactly what
 //! the plain loop leaves.
 //!
 //! # Grids by name
