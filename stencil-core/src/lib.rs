@@ -23,6 +23,7 @@ pub mod hash;
 pub mod interp;
 pub mod ir;
 pub mod job;
+pub mod loop_grids;
 pub mod passes;
 pub mod printer;
 pub mod random;

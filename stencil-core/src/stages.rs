@@ -33,10 +33,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::grid::fill_halo;
 use crate::ir::{FieldId, Role};
 use crate::job::Job;
+use crate::loop_grids::{FieldSlot, WrittenGrid};
 use crate::sparse::{ReceiverSet, SourceSet, Target};
 use crate::stencil::Stencil;
-use crate::time_loop::{FieldSlot, TimeLoop, WrittenGrid};
-use crate::view::{FieldView, FieldViewMut, Geometry};
+use crate::time_loop::TimeLoop;
+use crate::view::{FieldView, Geometry};
 
 /// One kernel of a step and where its fields live.
 #[derive(Debug)]
@@ -719,55 +720,17 @@ impl<'a, T: Element> StageLoop<'a, T> {
         before: usize,
         run: impl FnOnce(&mut Job<'_, T>) -> R,
     ) -> Result<R> {
-        let grid_of: Vec<Vec<usize>> = (0..self.chains.len())
-            .map(|c| {
-                (0..self.chains[c].len())
-                    .map(|p| self.grid_index(c, p, before))
-                    .collect()
-            })
-            .collect();
-        let mut chain_views: Vec<Vec<Option<FieldViewMut<'_, T>>>> = self
-            .chains
-            .iter_mut()
-            .map(|grids| grids.iter_mut().map(|g| Some(g.view.reborrow())).collect())
-            .collect();
-        let mut lone_views: Vec<Option<FieldViewMut<'_, T>>> = self
-            .lone
-            .iter_mut()
-            .map(|g| Some(g.view.reborrow()))
-            .collect();
         let stage = &self.stages[stage];
-        // A grid read by two fields of the stage is lent once and shared.
-        let mut shared: Vec<(FieldSlot, FieldView<'_, T>)> = Vec::new();
-        let mut inputs = Vec::new();
-        let mut outputs = Vec::new();
-        for (&slot, field) in stage.slots.iter().zip(&stage.stencil.kernel().fields) {
-            if let FieldSlot::Coefficient(k) = slot {
-                inputs.push(self.coefficients[k]);
-                continue;
-            }
-            if let Some(&(_, view)) = shared.iter().find(|(s, _)| *s == slot) {
-                inputs.push(view);
-                continue;
-            }
-            let view = match slot {
-                FieldSlot::Chain { chain, position } => {
-                    chain_views[chain][grid_of[chain][position]].take()
-                }
-                FieldSlot::Lone(k) => lone_views[k].take(),
-                FieldSlot::Coefficient(_) => None,
-            }
-            .unwrap_or_else(|| unreachable!("stencil-core stages: a grid written twice"));
-            match field.role {
-                Role::Input => {
-                    let view = view.into_shared();
-                    shared.push((slot, view));
-                    inputs.push(view);
-                }
-                Role::Output => outputs.push(view),
-            }
-        }
-        let mut job = Job::new(stage.stencil, inputs, outputs, stage.params.clone())?;
-        Ok(run(&mut job))
+        crate::loop_grids::lend_job(
+            stage.stencil,
+            (&stage.slots, &stage.params),
+            crate::loop_grids::LoopGrids {
+                chains: &mut self.chains,
+                lone: &mut self.lone,
+                coefficients: &self.coefficients,
+            },
+            before,
+            run,
+        )
     }
 }

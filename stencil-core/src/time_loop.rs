@@ -24,11 +24,12 @@
 use crate::analysis::field_radius;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::grid::{Boundary, fill_halo};
+use crate::grid::fill_halo;
 use crate::ir::{FieldId, Kernel, Role};
 use crate::job::Job;
+pub use crate::loop_grids::{FieldSlot, WrittenGrid, skipping_constant};
 use crate::stencil::Stencil;
-use crate::view::{FieldView, FieldViewMut};
+use crate::view::FieldView;
 
 /// How a kernel's fields rotate between steps: chains `[output, input_1, .., input_m]` (see
 /// the module documentation).
@@ -182,62 +183,6 @@ pub fn steps_class(steps: usize) -> usize {
 /// whole blocks; a short loop keeps its trials (and its tuning) cheap.
 pub fn trial_steps(steps: usize) -> usize {
     if steps >= 64 { 16 } else { 8 }
-}
-
-/// A grid a time loop writes: its storage and its boundary conditions (one pair per
-/// dimension, as [`fill_halo`] takes them).
-#[derive(Debug)]
-pub struct WrittenGrid<'a, T> {
-    /// The whole storage and its layout.
-    pub view: FieldViewMut<'a, T>,
-    /// `faces[d][side.index()]`.
-    pub faces: Vec<[Boundary<T>; 2]>,
-    /// Whether the halo points of the constant faces (`Dirichlet`) hold their values, so
-    /// fills may skip those faces (what `Grid::refresh_halo` skips too). Set by the first
-    /// whole fill of the grid.
-    pub constant_faces_filled: bool,
-}
-
-impl<T: Element> WrittenGrid<'_, T> {
-    /// The faces a fill needs to write: all of them, or with the constant faces left out
-    /// (as [`Boundary::UserManaged`]) once [`constant_faces_filled`](Self::constant_faces_filled):
-    /// their points already hold the values a fill would write, and the faces that copy
-    /// read them in place, so the halo ends the same.
-    pub fn fill_faces(&self) -> Vec<[Boundary<T>; 2]> {
-        skipping_constant(&self.faces, self.constant_faces_filled)
-    }
-}
-
-/// `faces`, with `Dirichlet` faces as `UserManaged` when `skip`.
-pub fn skipping_constant<T: Element>(
-    faces: &[[Boundary<T>; 2]],
-    skip: bool,
-) -> Vec<[Boundary<T>; 2]> {
-    faces
-        .iter()
-        .map(|pair| {
-            pair.map(|b| match b {
-                Boundary::Dirichlet(_) if skip => Boundary::UserManaged,
-                other => other,
-            })
-        })
-        .collect()
-}
-
-/// Where one field of the kernel lives in a [`TimeLoop`].
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum FieldSlot {
-    /// A read-only input: index into [`TimeLoop::coefficients`].
-    Coefficient(usize),
-    /// A field of chain `chain` at position `position`.
-    Chain {
-        /// The chain.
-        chain: usize,
-        /// Its position in the chain (0: the output).
-        position: usize,
-    },
-    /// An output in no chain: index into the job's lone outputs.
-    Lone(usize),
 }
 
 /// A validated time loop (see the module documentation).
@@ -594,44 +539,18 @@ impl<'a, T: Element> TimeLoop<'a, T> {
     /// The job's validation errors ([`Job::new`]).
     pub fn next_step_job<R>(&mut self, run: impl FnOnce(&mut Job<'_, T>) -> R) -> Result<R> {
         let done = self.done;
-        let grid_of: Vec<Vec<usize>> = (0..self.chains.len())
-            .map(|c| {
-                (0..self.chains[c].len())
-                    .map(|p| self.grid_index(c, p, done))
-                    .collect()
-            })
-            .collect();
-        let mut chain_views: Vec<Vec<Option<FieldViewMut<'_, T>>>> = self
-            .chains
-            .iter_mut()
-            .map(|grids| grids.iter_mut().map(|g| Some(g.view.reborrow())).collect())
-            .collect();
-        let mut lone_views: Vec<Option<FieldViewMut<'_, T>>> = self
-            .lone
-            .iter_mut()
-            .map(|g| Some(g.view.reborrow()))
-            .collect();
-        let mut take = |slot: FieldSlot| -> FieldViewMut<'_, T> {
-            let view = match slot {
-                FieldSlot::Chain { chain, position } => {
-                    chain_views[chain][grid_of[chain][position]].take()
-                }
-                FieldSlot::Lone(k) => lone_views[k].take(),
-                FieldSlot::Coefficient(_) => None,
-            };
-            view.unwrap_or_else(|| unreachable!("stencil-core steps: a grid used twice"))
-        };
-        let mut inputs = Vec::new();
-        let mut outputs = Vec::new();
-        for (slot, field) in self.slots.iter().zip(&self.stencil.kernel().fields) {
-            match (*slot, field.role) {
-                (FieldSlot::Coefficient(k), _) => inputs.push(self.coefficients[k]),
-                (slot, Role::Input) => inputs.push(take(slot).into_shared()),
-                (slot, Role::Output) => outputs.push(take(slot)),
-            }
-        }
-        let mut job = Job::new(self.stencil, inputs, outputs, self.params.clone())?;
-        Ok(run(&mut job))
+        let stencil = self.stencil;
+        crate::loop_grids::lend_job(
+            stencil,
+            (&self.slots, &self.params),
+            crate::loop_grids::LoopGrids {
+                chains: &mut self.chains,
+                lone: &mut self.lone,
+                coefficients: &self.coefficients,
+            },
+            done,
+            run,
+        )
     }
 
     /// Fills the halo of every grid the step after `done` steps wrote.
@@ -656,6 +575,8 @@ impl<'a, T: Element> TimeLoop<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grid::Boundary;
+    use crate::view::FieldViewMut;
     use crate::{ElemType, Geometry, KernelBuilder};
 
     /// `out[i] = a[i] * u[i-1] + u[i+1] * k + c[i+2]`: chain `out -> u`, a coefficient `a`
