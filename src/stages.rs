@@ -594,7 +594,7 @@ impl<'g, T: Element, const D: usize> Stages<'g, T, D> {
                 })?;
             }
             let result = backend.run_stages(&mut job, &schedule, steps);
-            let done = job.done() - self.first;
+            let done = job.done();
             let traces: Vec<Vec<Vec<T>>> = job
                 .receivers_mut()
                 .iter_mut()

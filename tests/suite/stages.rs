@@ -678,6 +678,95 @@ fn stage_loops_on_the_emulated_gpu_match_its_plain_loop() {
     compare(&spec, &initial, steps, schedule, Some(&gpu), "emulated GPU");
 }
 
+#[test]
+fn a_loop_run_in_two_calls_continues_its_sources_and_receivers() {
+    let mut rng = Rng::new(0x0002_ca11);
+    let shape = [33, 29];
+    let spec = acoustic(shape, 9);
+    let faces = [[Boundary::Dirichlet(0.0); 2], [Boundary::ZeroGradient; 2]];
+    let initial = random_grids(&spec, shape, faces, &mut rng);
+    let schedule = cpu(2, 4, 0);
+    let mut whole: Vec<Option<Grid2<f64>>> = initial.iter().cloned().map(Some).collect();
+    let whole_traces = staged(&spec, &mut whole, 9, schedule, None);
+    // Five steps, then four more from step 5: the sources read their series from there and
+    // the receivers keep counting their interval (every 3 steps: samples after 3, 6 and 9).
+    let mut split: Vec<Option<Grid2<f64>>> = initial.iter().cloned().map(Some).collect();
+    let first = staged(&spec, &mut split, 5, schedule, None);
+    let second = staged_from(&spec, &mut split, 5, 4, schedule);
+    for (name, (a, b)) in spec.names.iter().zip(split.iter().zip(&whole)) {
+        assert_eq!(
+            a.as_ref().unwrap().as_slice(),
+            b.as_ref().unwrap().as_slice(),
+            "grid `{name}`"
+        );
+    }
+    for (set, whole) in whole_traces.iter().enumerate() {
+        for (r, trace) in whole.iter().enumerate() {
+            let joined: Vec<f64> = first[set][r]
+                .iter()
+                .chain(&second[set][r])
+                .copied()
+                .collect();
+            assert_eq!(&joined, trace, "receiver set {set}, receiver {r}");
+        }
+    }
+    assert_eq!(whole_traces[1][0].len(), 3);
+}
+
+/// `staged` from step `first` for `steps` steps.
+fn staged_from(
+    spec: &Spec<2>,
+    grids: &mut [Option<Grid2<f64>>],
+    first: usize,
+    steps: usize,
+    schedule: Schedule,
+) -> Vec<Vec<Vec<f64>>> {
+    let sources: Vec<Sources<f64, 2>> = spec
+        .sources
+        .iter()
+        .map(|(_, position, series)| Sources::new().point(*position, series.clone()))
+        .collect();
+    let mut receivers: Vec<Receivers<f64, 2>> = spec
+        .receivers
+        .iter()
+        .map(|(_, points, every)| Receivers::new(points.clone()).every(*every))
+        .collect();
+    let mut looped = Stages::new().schedule(schedule).first_step(first);
+    for (name, grid) in spec.names.iter().zip(grids.iter_mut()) {
+        let grid = grid.as_mut().unwrap();
+        looped = if ["b", "k"].contains(name) {
+            looped.input(name, grid)
+        } else {
+            looped.grid(name, grid)
+        };
+    }
+    for chain in &spec.chains {
+        looped = looped.rotate(chain);
+    }
+    looped = looped
+        .stage(velocity_stage_s(0.4))
+        .stage(pressure_stage_s(0.4));
+    for ((name, _, _), sources) in spec.sources.iter().zip(&sources) {
+        looped = looped.sources(name, sources);
+    }
+    for ((name, _, _), receivers) in spec.receivers.iter().zip(receivers.iter_mut()) {
+        looped = looped.receivers(name, receivers);
+    }
+    assert_eq!(looped.run(steps).unwrap().steps, steps);
+    receivers.iter().map(|r| r.traces().to_vec()).collect()
+}
+
+fn velocity_stage_s(dt: f64) -> Stage<'static, f64> {
+    Stage::new(velocity2::stencil()).param("dt", dt)
+}
+
+fn pressure_stage_s(dt: f64) -> Stage<'static, f64> {
+    Stage::new(pressure2::stencil())
+        .bind("vx", "vx_next")
+        .bind("vy", "vy_next")
+        .param("dt", dt)
+}
+
 /// Grids for the acoustic loop, bound by name, with one change made by `misuse`.
 fn misuse(
     change: impl for<'a> FnOnce(Stages<'a, f64, 2>, &'a mut Grid2<f64>) -> Stages<'a, f64, 2>,
@@ -704,14 +793,11 @@ fn misuse(
 }
 
 fn velocity_stage() -> Stage<'static, f64> {
-    Stage::new(velocity2::stencil()).param("dt", 0.1)
+    velocity_stage_s(0.1)
 }
 
 fn pressure_stage() -> Stage<'static, f64> {
-    Stage::new(pressure2::stencil())
-        .bind("vx", "vx_next")
-        .bind("vy", "vy_next")
-        .param("dt", 0.1)
+    pressure_stage_s(0.1)
 }
 
 /// A change to a loop, given a spare grid.
