@@ -3,12 +3,12 @@
 //! kernel's job over a loop's grids, which one-kernel and multi-stage loops share.
 
 use crate::element::Element;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::grid::Boundary;
 use crate::ir::Role;
 use crate::job::Job;
 use crate::stencil::Stencil;
-use crate::view::{FieldView, FieldViewMut};
+use crate::view::{FieldView, FieldViewMut, Geometry};
 
 /// A grid a time loop writes: its storage and its boundary conditions (one pair per
 /// dimension, as [`fill_halo`](crate::grid::fill_halo) takes them).
@@ -144,4 +144,97 @@ pub(crate) fn lend_job<T: Element, R>(
     }
     let mut job = Job::new(stencil, inputs, outputs, params.to_vec())?;
     Ok(run(&mut job))
+}
+
+/// One grid of a loop as [`check_grids`] sees it.
+pub(crate) struct GridCheck<'n> {
+    /// Its name.
+    pub(crate) name: &'n str,
+    /// Its layout.
+    pub(crate) geom: Geometry,
+    /// Whether the loop writes it.
+    pub(crate) written: bool,
+    /// Its storage's address range.
+    pub(crate) range: std::ops::Range<usize>,
+    /// How far the loop reads it, and why (for the message).
+    pub(crate) reach: (u32, String),
+}
+
+impl<'n> GridCheck<'n> {
+    /// The grid named `name` over `view`'s storage.
+    pub(crate) fn of<T>(name: &'n str, geom: Geometry, data: &[T], written: bool) -> Self {
+        let range = data.as_ptr_range();
+        GridCheck {
+            name,
+            geom,
+            written,
+            range: range.start as usize..range.end as usize,
+            reach: (0, String::new()),
+        }
+    }
+}
+
+/// The checks every time loop makes of its grids (`who` names the loop in messages): each
+/// grid's layout, `n_dims` dimensions and one interior shape, a halo as wide as its reach, and
+/// no written grid sharing storage with another.
+///
+/// # Errors
+/// [`ErrorKind::DimensionMismatch`], [`ErrorKind::ShapeMismatch`],
+/// [`ErrorKind::HaloTooNarrow`], [`ErrorKind::AliasedGrids`], and a layout's error.
+pub(crate) fn check_grids<T>(grids: &[GridCheck<'_>], n_dims: usize, who: &str) -> Result<()> {
+    for g in grids {
+        let len = (g.range.end - g.range.start) / size_of::<T>();
+        crate::view::check_layout::<T>(g.name, &g.geom, len)?;
+    }
+    let Some(first) = grids.first() else {
+        return Ok(());
+    };
+    for g in grids {
+        if g.geom.n_dims != n_dims {
+            return Err(Error::new(
+                ErrorKind::DimensionMismatch,
+                format!(
+                    "{who} is {n_dims}-D but grid `{}` is {}-D",
+                    g.name, g.geom.n_dims
+                ),
+            ));
+        }
+        if g.geom.interior() != first.geom.interior() {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                format!(
+                    "grid `{}` has shape {:?} but grid `{}` has shape {:?}",
+                    g.name,
+                    g.geom.interior(),
+                    first.name,
+                    first.geom.interior()
+                ),
+            ));
+        }
+    }
+    for g in grids {
+        let (r, why) = &g.reach;
+        if (g.geom.halo as u64) < u64::from(*r) {
+            return Err(Error::new(
+                ErrorKind::HaloTooNarrow,
+                format!(
+                    "{who}: grid `{}` has a halo of {} but needs {r} ({why}): allocate it with \
+                     `Grid::with_halo(shape, {r})`",
+                    g.name, g.geom.halo
+                ),
+            ));
+        }
+    }
+    for (i, a) in grids.iter().enumerate() {
+        for b in &grids[i + 1..] {
+            let overlap = a.range.start < b.range.end && b.range.start < a.range.end;
+            if overlap && (a.written || b.written) {
+                return Err(Error::new(
+                    ErrorKind::AliasedGrids,
+                    format!("grids `{}` and `{}` share storage", a.name, b.name),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

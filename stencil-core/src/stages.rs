@@ -33,11 +33,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::grid::fill_halo;
 use crate::ir::{FieldId, Role};
 use crate::job::Job;
-use crate::loop_grids::{FieldSlot, WrittenGrid};
+use crate::loop_grids::{FieldSlot, GridCheck, WrittenGrid, check_grids};
 use crate::sparse::{ReceiverSet, SourceSet, Target};
 use crate::stencil::Stencil;
 use crate::time_loop::TimeLoop;
-use crate::view::{FieldView, Geometry};
+use crate::view::FieldView;
 
 /// One kernel of a step and where its fields live.
 #[derive(Debug)]
@@ -307,37 +307,6 @@ impl<'a, T: Element> StageLoop<'a, T> {
                 }
             }
         }
-        // Shapes, layouts, halos, aliasing.
-        let mut grids: Vec<(&str, Geometry, bool, std::ops::Range<usize>)> = Vec::new();
-        for (c, chain) in chains.iter().enumerate() {
-            for (p, grid) in chain.iter().enumerate() {
-                let range = grid.view.data.as_ptr_range();
-                grids.push((
-                    &names.chains[c][p],
-                    grid.view.geom,
-                    true,
-                    range.start as usize..range.end as usize,
-                ));
-            }
-        }
-        for (k, grid) in lone.iter().enumerate() {
-            let range = grid.view.data.as_ptr_range();
-            grids.push((
-                &names.lone[k],
-                grid.view.geom,
-                true,
-                range.start as usize..range.end as usize,
-            ));
-        }
-        for (k, view) in coefficients.iter().enumerate() {
-            let range = view.data.as_ptr_range();
-            grids.push((
-                &names.coefficients[k],
-                view.geom,
-                false,
-                range.start as usize..range.end as usize,
-            ));
-        }
         let n_dims = stages[0].stencil.kernel().n_dims;
         for stage in &stages {
             let kernel = stage.stencil.kernel();
@@ -351,51 +320,26 @@ impl<'a, T: Element> StageLoop<'a, T> {
                 ));
             }
         }
-        for (n, g, _, range) in &grids {
-            crate::view::check_layout::<T>(n, g, (range.end - range.start) / size_of::<T>())?;
-        }
-        let (first_name, first_geom) = (grids[0].0, grids[0].1);
-        for (n, g, _, _) in &grids {
-            if g.n_dims != n_dims {
-                return Err(Error::new(
-                    ErrorKind::DimensionMismatch,
-                    format!("the stages are {n_dims}-D but grid `{n}` is {}-D", g.n_dims),
-                ));
-            }
-            if g.interior() != first_geom.interior() {
-                return Err(Error::new(
-                    ErrorKind::ShapeMismatch,
-                    format!(
-                        "grid `{n}` has shape {:?} but grid `{first_name}` has shape {:?}",
-                        g.interior(),
-                        first_geom.interior()
-                    ),
-                ));
+        // Shapes, layouts, halos, aliasing: in the order of `reach`.
+        let mut grids: Vec<GridCheck<'_>> = Vec::new();
+        for (c, chain) in chains.iter().enumerate() {
+            for (p, grid) in chain.iter().enumerate() {
+                let name = &names.chains[c][p];
+                grids.push(GridCheck::of(name, grid.view.geom, grid.view.data, true));
             }
         }
-        for ((n, g, _, _), (r, why)) in grids.iter().zip(&reach) {
-            if (g.halo as u64) < u64::from(*r) {
-                return Err(Error::new(
-                    ErrorKind::HaloTooNarrow,
-                    format!(
-                        "grid `{n}` has a halo of {} but needs {r} ({why}): allocate it with \
-                         `Grid::with_halo(shape, {r})`",
-                        g.halo
-                    ),
-                ));
-            }
+        for (k, grid) in lone.iter().enumerate() {
+            let name = &names.lone[k];
+            grids.push(GridCheck::of(name, grid.view.geom, grid.view.data, true));
         }
-        for (a, (name_a, _, written_a, range_a)) in grids.iter().enumerate() {
-            for (name_b, _, written_b, range_b) in &grids[a + 1..] {
-                let overlap = range_a.start < range_b.end && range_b.start < range_a.end;
-                if overlap && (*written_a || *written_b) {
-                    return Err(Error::new(
-                        ErrorKind::AliasedGrids,
-                        format!("grids `{name_a}` and `{name_b}` share storage"),
-                    ));
-                }
-            }
+        for (k, view) in coefficients.iter().enumerate() {
+            let name = &names.coefficients[k];
+            grids.push(GridCheck::of(name, view.geom, view.data, false));
         }
+        for (check, reach) in grids.iter_mut().zip(reach) {
+            check.reach = reach;
+        }
+        check_grids::<T>(&grids, n_dims, "the loop")?;
         for grid in chains.iter().flatten().chain(&lone) {
             if grid.faces.len() != n_dims || grid.view.data.len() < grid.view.geom.len {
                 return Err(bad(

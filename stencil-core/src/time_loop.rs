@@ -28,6 +28,7 @@ use crate::grid::fill_halo;
 use crate::ir::{FieldId, Kernel, Role};
 use crate::job::Job;
 pub use crate::loop_grids::{FieldSlot, WrittenGrid, skipping_constant};
+use crate::loop_grids::{GridCheck, check_grids};
 use crate::stencil::Stencil;
 use crate::view::FieldView;
 
@@ -285,80 +286,12 @@ impl<'a, T: Element> TimeLoop<'a, T> {
             )));
         }
         let name = |id: FieldId| kernel.field(id).name.as_str();
-        let mut grids: Vec<(&str, crate::view::Geometry, bool, std::ops::Range<usize>)> =
-            Vec::new();
-        for (ids, chain) in rotation.chains.iter().zip(&chains) {
-            for (&id, grid) in ids.iter().zip(chain) {
-                let range = grid.view.data.as_ptr_range();
-                grids.push((
-                    name(id),
-                    grid.view.geom,
-                    true,
-                    range.start as usize..range.end as usize,
-                ));
-            }
-        }
-        let slot_of = &slots;
-        let of_slot = |wanted: fn(FieldSlot) -> bool| {
-            kernel
-                .fields
-                .iter()
-                .enumerate()
-                .filter(move |&(i, _)| wanted(slot_of[i]))
-                .map(|(_, f)| f.name.as_str())
-                .collect::<Vec<_>>()
-        };
-        let coefficient_names = of_slot(|s| matches!(s, FieldSlot::Coefficient(_)));
-        let lone_names = of_slot(|s| matches!(s, FieldSlot::Lone(_)));
-        for (n, view) in coefficient_names.iter().zip(&coefficients) {
-            let range = view.data.as_ptr_range();
-            grids.push((
-                n,
-                view.geom,
-                false,
-                range.start as usize..range.end as usize,
-            ));
-        }
-        for (n, grid) in lone_names.iter().zip(&lone) {
-            let range = grid.view.data.as_ptr_range();
-            grids.push((
-                n,
-                grid.view.geom,
-                true,
-                range.start as usize..range.end as usize,
-            ));
-        }
-        for (n, g, _, range) in &grids {
-            crate::view::check_layout::<T>(n, g, (range.end - range.start) / size_of::<T>())?;
-        }
-        let (first_name, first, _, _) = grids[0].clone();
-        for (n, g, _, _) in &grids {
-            if g.n_dims != kernel.n_dims {
-                return Err(Error::new(
-                    ErrorKind::DimensionMismatch,
-                    format!(
-                        "kernel `{}` is {}-D but grid `{n}` is {}-D",
-                        kernel.name, kernel.n_dims, g.n_dims
-                    ),
-                ));
-            }
-            if g.interior() != first.interior() {
-                return Err(Error::new(
-                    ErrorKind::ShapeMismatch,
-                    format!(
-                        "grid `{n}` has shape {:?} but grid `{first_name}` has shape {:?}",
-                        g.interior(),
-                        first.interior()
-                    ),
-                ));
-            }
-        }
+        let mut grids: Vec<GridCheck<'_>> = Vec::new();
         // Each grid's halo against its own reach, as `Job::new` checks a single sweep's
         // inputs: a coefficient against the kernel's reads of it; a grid of a chain against
         // the reads of every field of its chain, each of which it plays in turn.
         let reach = |id: FieldId| field_radius(kernel, id).max();
-        let mut needed: Vec<(u32, String)> = Vec::with_capacity(grids.len());
-        for ids in &rotation.chains {
+        for (ids, chain) in rotation.chains.iter().zip(&chains) {
             let (r, field) = ids
                 .iter()
                 .map(|&id| (reach(id), name(id)))
@@ -372,37 +305,36 @@ impl<'a, T: Element> TimeLoop<'a, T> {
                     .collect::<Vec<_>>()
                     .join(" -> ")
             );
-            needed.extend(ids.iter().map(|_| (r, why.clone())));
-        }
-        for (i, slot) in slots.iter().enumerate() {
-            if matches!(slot, FieldSlot::Coefficient(_)) {
-                let r = reach(FieldId::new(i));
-                needed.push((r, format!("it is read up to {r} points away")));
+            for (&id, grid) in ids.iter().zip(chain) {
+                let mut check = GridCheck::of(name(id), grid.view.geom, grid.view.data, true);
+                check.reach = (r, why.clone());
+                grids.push(check);
             }
         }
-        for ((n, g, _, _), (r, why)) in grids.iter().zip(&needed) {
-            if (g.halo as u64) < u64::from(*r) {
-                return Err(Error::new(
-                    ErrorKind::HaloTooNarrow,
-                    format!(
-                        "kernel `{}`: grid `{n}` has a halo of {} but needs {r} ({why}): \
-                         allocate it with `Grid::with_halo(shape, {r})`",
-                        kernel.name, g.halo
-                    ),
-                ));
-            }
+        let slot_of = &slots;
+        let of_slot = |wanted: fn(FieldSlot) -> bool| {
+            kernel
+                .fields
+                .iter()
+                .enumerate()
+                .filter(move |&(i, _)| wanted(slot_of[i]))
+                .map(|(i, f)| (FieldId::new(i), f.name.as_str()))
+                .collect::<Vec<_>>()
+        };
+        let coefficient_fields = of_slot(|s| matches!(s, FieldSlot::Coefficient(_)));
+        for (&(id, n), view) in coefficient_fields.iter().zip(&coefficients) {
+            let mut check = GridCheck::of(n, view.geom, view.data, false);
+            let r = reach(id);
+            check.reach = (r, format!("it is read up to {r} points away"));
+            grids.push(check);
         }
-        for (a, (name_a, _, written_a, range_a)) in grids.iter().enumerate() {
-            for (name_b, _, written_b, range_b) in &grids[a + 1..] {
-                let overlap = range_a.start < range_b.end && range_b.start < range_a.end;
-                if overlap && (*written_a || *written_b) {
-                    return Err(Error::new(
-                        ErrorKind::AliasedGrids,
-                        format!("grids `{name_a}` and `{name_b}` share storage"),
-                    ));
-                }
-            }
+        for (&(_, n), grid) in of_slot(|s| matches!(s, FieldSlot::Lone(_)))
+            .iter()
+            .zip(&lone)
+        {
+            grids.push(GridCheck::of(n, grid.view.geom, grid.view.data, true));
         }
+        check_grids::<T>(&grids, kernel.n_dims, &format!("kernel `{}`", kernel.name))?;
         for grid in chains.iter().flatten().chain(&lone) {
             if grid.faces.len() != kernel.n_dims || grid.view.data.len() < grid.view.geom.len {
                 return Err(bad(format!(
