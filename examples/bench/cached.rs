@@ -19,18 +19,6 @@ use crate::report::{Row, Stats};
 use crate::workloads::{Imp, Workload};
 
 stencil! {
-    /// Barker's 27-point Jacobi in f32 (`kernels::jacobi27`'s order of operations).
-    fn jacobi27_f32(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32, c2: f32, c3: f32) {
-        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
-            + u[i, j, k-1] + u[i, j, k+1];
-        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
-            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
-            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
-        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
-            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
-        out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
-    }
-
     /// The 2-D 5-point Laplacian in f32.
     fn five_point_f32(u: &Grid2<f32>, out: &mut Grid2<f32>, c0: f32, c1: f32) {
         out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
@@ -269,7 +257,7 @@ pub(crate) fn loop_rows(
         [64; 3],
         1,
         steady,
-        |u, o, c| jacobi27_f32(u, o, c[0], c[1], c[2], c[3]),
+        |u, o, c| kernels::jacobi27_f32(u, o, c[0], c[1], c[2], c[3]),
     ));
     add(&mut Case::<f64, 2>::new(
         "W3 5-pt f64 1024^2",
