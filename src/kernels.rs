@@ -111,35 +111,43 @@ stencil! {
     }
 
     /// The velocity stage of a staggered acoustic solver in 2-D (`v_t = -b grad p`): `vx`
-    /// stands half a cell after `p` along `i`, `vy` along `j`; `b` is the buoyancy (1 / density)
-    /// at the velocity points, `s = dt / h`.
-    pub fn acoustic_velocity2(p: &Grid2<f64>, vx: &Grid2<f64>, vy: &Grid2<f64>, b: &Grid2<f64>,
-                              vx_next: &mut Grid2<f64>, vy_next: &mut Grid2<f64>, s: f64) {
-        vx_next[i, j] = vx[i, j] - s * b[i, j] * (p[i+1, j] - p[i, j]);
-        vy_next[i, j] = vy[i, j] - s * b[i, j] * (p[i, j+1] - p[i, j]);
+    /// stands half a cell after `p` along `i`, `vy` along `j` (`#[stagger(..)]`); `b` is the
+    /// buoyancy (1 / density) of the cell, read at the cell-centred point for both velocities
+    /// after it, and `s = dt / h`.
+    pub fn acoustic_velocity2(p: &Grid2<f64>, #[stagger(i)] vx: &Grid2<f64>,
+                              #[stagger(j)] vy: &Grid2<f64>, b: &Grid2<f64>,
+                              #[stagger(i)] vx_next: &mut Grid2<f64>,
+                              #[stagger(j)] vy_next: &mut Grid2<f64>, s: f64) {
+        vx_next[i+1/2, j] = vx[i+1/2, j] - s * b[i, j] * (p[i+1, j] - p[i, j]);
+        vy_next[i, j+1/2] = vy[i, j+1/2] - s * b[i, j] * (p[i, j+1] - p[i, j]);
     }
 
     /// The pressure stage of a staggered acoustic solver in 2-D (`p_t = -kappa div v`), from
     /// the velocities the velocity stage just wrote; `kappa` is the bulk modulus (density times
     /// the squared speed), `s = dt / h`.
-    pub fn acoustic_pressure2(p: &Grid2<f64>, vx: &Grid2<f64>, vy: &Grid2<f64>,
+    pub fn acoustic_pressure2(p: &Grid2<f64>, #[stagger(i)] vx: &Grid2<f64>,
+                              #[stagger(j)] vy: &Grid2<f64>,
                               kappa: &Grid2<f64>, p_next: &mut Grid2<f64>, s: f64) {
-        p_next[i, j] = p[i, j] - s * kappa[i, j] * (vx[i, j] - vx[i-1, j] + vy[i, j] - vy[i, j-1]);
+        p_next[i, j] = p[i, j]
+            - s * kappa[i, j] * (vx[i+1/2, j] - vx[i-1/2, j] + vy[i, j+1/2] - vy[i, j-1/2]);
     }
 
     /// The velocity stage of a staggered acoustic solver in 3-D (see `acoustic_velocity2`).
-    pub fn acoustic_velocity3(p: &Grid3<f64>, vx: &Grid3<f64>, vy: &Grid3<f64>, vz: &Grid3<f64>,
-                              b: &Grid3<f64>, vx_next: &mut Grid3<f64>, vy_next: &mut Grid3<f64>,
-                              vz_next: &mut Grid3<f64>, s: f64) {
-        vx_next[i, j, k] = vx[i, j, k] - s * b[i, j, k] * (p[i+1, j, k] - p[i, j, k]);
-        vy_next[i, j, k] = vy[i, j, k] - s * b[i, j, k] * (p[i, j+1, k] - p[i, j, k]);
-        vz_next[i, j, k] = vz[i, j, k] - s * b[i, j, k] * (p[i, j, k+1] - p[i, j, k]);
+    pub fn acoustic_velocity3(p: &Grid3<f64>, #[stagger(i)] vx: &Grid3<f64>,
+                              #[stagger(j)] vy: &Grid3<f64>, #[stagger(k)] vz: &Grid3<f64>,
+                              b: &Grid3<f64>, #[stagger(i)] vx_next: &mut Grid3<f64>,
+                              #[stagger(j)] vy_next: &mut Grid3<f64>,
+                              #[stagger(k)] vz_next: &mut Grid3<f64>, s: f64) {
+        vx_next[i+1/2, j, k] = vx[i+1/2, j, k] - s * b[i, j, k] * (p[i+1, j, k] - p[i, j, k]);
+        vy_next[i, j+1/2, k] = vy[i, j+1/2, k] - s * b[i, j, k] * (p[i, j+1, k] - p[i, j, k]);
+        vz_next[i, j, k+1/2] = vz[i, j, k+1/2] - s * b[i, j, k] * (p[i, j, k+1] - p[i, j, k]);
     }
 
     /// The pressure stage of a staggered acoustic solver in 3-D (see `acoustic_pressure2`).
-    pub fn acoustic_pressure3(p: &Grid3<f64>, vx: &Grid3<f64>, vy: &Grid3<f64>, vz: &Grid3<f64>,
+    pub fn acoustic_pressure3(p: &Grid3<f64>, #[stagger(i)] vx: &Grid3<f64>,
+                              #[stagger(j)] vy: &Grid3<f64>, #[stagger(k)] vz: &Grid3<f64>,
                               kappa: &Grid3<f64>, p_next: &mut Grid3<f64>, s: f64) {
-        p_next[i, j, k] = p[i, j, k] - s * kappa[i, j, k] * (vx[i, j, k] - vx[i-1, j, k]
-            + vy[i, j, k] - vy[i, j-1, k] + vz[i, j, k] - vz[i, j, k-1]);
+        p_next[i, j, k] = p[i, j, k] - s * kappa[i, j, k] * (vx[i+1/2, j, k] - vx[i-1/2, j, k]
+            + vy[i, j+1/2, k] - vy[i, j-1/2, k] + vz[i, j, k+1/2] - vz[i, j, k-1/2]);
     }
 }

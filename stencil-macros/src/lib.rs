@@ -56,6 +56,18 @@ mod expand;
 ///   before the one that writes it (an in-place update, `y[i] = a * x[i] + y[i]`): the read
 ///   gives its value from before the sweep. Reading an output elsewhere, or after writing it,
 ///   is an error.
+/// - Staggered grids: `#[stagger(i)]` (or `#[stagger(i, k)]`) on a grid parameter puts its
+///   point of index `n` along `i` at position `n + 1/2`; it is then read and written at
+///   half offsets along those indices, `v[i + 1/2, j]` (its point `i`), `v[i - 1/2, j]` (point
+///   `i - 1`), `v[i + 3/2, j]` (point `i + 1`), `n/2` with `n` odd, and at whole offsets along
+///   the others; a staggered output is written at `+ 1/2`. A whole offset on a staggered
+///   index, a half on another, another fraction, an unknown index name, a repeated or
+///   misplaced attribute (no other attribute is allowed on a parameter), a staggered grid
+///   passed to a helper or an operator, and a `#[rotate(..)]` chain of grids staggered
+///   differently are errors at the token. The compiled kernel holds the stored offsets (the
+///   stagger is notation, checked here); halos are filled by stored index, so along a
+///   staggered index the lower halo stands at `-1/2, -3/2, ..` and the upper one at
+///   `n + 1/2, ..` (the guide's "Staggered grids").
 /// - Values: numbers, parameters, temporaries, reads, `+ - * /`, unary `-`, parentheses,
 ///   `abs sqrt exp ln sin cos tan tanh floor ceil` (one argument), `min max pow` (two),
 ///   comparisons, `&& || !`, `if c { a } else { b }` or `select(c, a, b)`, calls of helpers,

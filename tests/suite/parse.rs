@@ -48,6 +48,46 @@ fn text_gives_the_macros_kernel_and_values() {
 }
 
 #[test]
+fn staggered_grids_lower_to_their_stored_points() {
+    // `vx` (staggered along `i`) stores at index `n` the value at `n + 1/2`: `vx[i + 1/2, j]`
+    // is its point `i`, `vx[i - 1/2, j]` its point `i - 1`.
+    let staggered: Stencil<f64> = stencil::parse(
+        "fn acoustic_pressure2(p: &Grid2<f64>, #[stagger(i)] vx: &Grid2<f64>,
+                               #[stagger(j)] vy: &Grid2<f64>, kappa: &Grid2<f64>,
+                               p_next: &mut Grid2<f64>, s: f64) {
+            p_next[i, j] = p[i, j]
+                - s * kappa[i, j] * (vx[i+1/2, j] - vx[i-1/2, j] + vy[i, j+1/2] - vy[i, j-1/2]);
+        }",
+    )
+    .unwrap();
+    let whole: Stencil<f64> = stencil::parse(
+        "fn acoustic_pressure2(p: &Grid2<f64>, vx: &Grid2<f64>, vy: &Grid2<f64>,
+                               kappa: &Grid2<f64>, p_next: &mut Grid2<f64>, s: f64) {
+            p_next[i, j] = p[i, j]
+                - s * kappa[i, j] * (vx[i, j] - vx[i-1, j] + vy[i, j] - vy[i, j-1]);
+        }",
+    )
+    .unwrap();
+    assert_eq!(staggered.kernel(), whole.kernel());
+    assert_eq!(
+        staggered.kernel(),
+        stencil::kernels::acoustic_pressure2::stencil().kernel()
+    );
+    let error = stencil::parse::<f64>(
+        "fn k(#[stagger(j)] v: &Grid2<f64>, out: &mut Grid2<f64>) {\n\
+         \x20   out[i, j] = v[i, j + 1/2] - v[i, j];\n\
+         }",
+    )
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidKernel);
+    assert_eq!(
+        error.to_string(),
+        "line 2, column 38: `v` is staggered along `j`: its points sit half a cell off, as in \
+         `j + 1/2` or `j - 1/2`"
+    );
+}
+
+#[test]
 fn mistakes_are_errors_with_line_and_column() {
     let text = "fn k(u: &Grid2<f64>, out: &mut Grid2<f64>, h: f64) {\n\
                 \x20   out[i, j] = laplace(u, h, 3) + w[i, j];\n\

@@ -204,23 +204,33 @@ fn build_index(expr: &syn::Expr) -> Index {
         e if plain_name(e).is_some() => IndexKind::Var {
             var: plain_name(e).unwrap_or_else(|| unreachable!("checked by the guard")),
             offset: 0,
+            half: false,
         },
         syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Add(_) | syn::BinOp::Sub(_)) => {
             let var = plain_name(&b.left);
-            match (&var, integer_literal(&b.right)) {
-                (Some(var), Some(n)) => IndexKind::Var {
+            let minus = matches!(b.op, syn::BinOp::Sub(_));
+            match (&var, integer_literal(&b.right), odd_half(&b.right)) {
+                (Some(var), Some(n), _) => IndexKind::Var {
                     var: var.clone(),
-                    offset: if matches!(b.op, syn::BinOp::Sub(_)) {
-                        n.saturating_neg()
-                    } else {
-                        n
-                    },
+                    offset: if minus { n.saturating_neg() } else { n },
+                    half: false,
                 },
-                (Some(_), None) => IndexKind::NonConstant {
+                // `var + n/2` is `var + (n - 1)/2 + 1/2`; `var - n/2` is
+                // `var - (n + 1)/2 + 1/2`.
+                (Some(var), None, Some(n)) => IndexKind::Var {
+                    var: var.clone(),
+                    offset: if minus {
+                        (n.saturating_add(1) / 2).saturating_neg()
+                    } else {
+                        (n - 1) / 2
+                    },
+                    half: true,
+                },
+                (Some(_), None, None) => IndexKind::NonConstant {
                     var,
                     at: SpanRange::of(&b.right),
                 },
-                (None, _) => IndexKind::NonConstant {
+                (None, _, _) => IndexKind::NonConstant {
                     var: None,
                     at: range,
                 },
@@ -232,6 +242,19 @@ fn build_index(expr: &syn::Expr) -> Index {
         },
     };
     Index { kind, range }
+}
+
+/// `n` of `n/2` written with integer literals, `n` odd and positive: a half-cell displacement.
+fn odd_half(expr: &syn::Expr) -> Option<i64> {
+    match strip(expr) {
+        syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Div(_)) => {
+            match (integer_literal(&b.left), integer_literal(&b.right)) {
+                (Some(n), Some(2)) if n > 0 && n % 2 == 1 => Some(n),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// The value of an integer literal, optionally negated (saturating at the `i64` range, which

@@ -14,7 +14,7 @@ mod types;
 pub use helper::{Helper, build as build_helper};
 pub use rotate::{Rotate, check as check_rotate};
 pub use types::{
-    Arg, ArgKind, BinaryOperator, ElemSpec, Expr, ExprKind, Index, IndexKind, Kernel, Stmt,
+    Arg, ArgKind, BinaryOperator, ElemSpec, Expr, ExprKind, Index, IndexKind, Kernel, Stagger, Stmt,
 };
 
 use crate::diagnostic::Diagnostics;

@@ -8,7 +8,9 @@
 use quote::ToTokens;
 use stencil_core::{ElemType, ReduceOp};
 
-use super::types::{Arg, ArgKind, ElemSpec};
+use proc_macro2::Ident;
+
+use super::types::{Arg, ArgKind, ElemSpec, Stagger};
 use crate::diagnostic::{Diagnostics, SpanRange};
 
 /// The parameters of `sig`, reporting signature features a kernel cannot have.
@@ -64,11 +66,71 @@ fn build_arg(typed: &syn::PatType, diagnostics: &mut Diagnostics) -> Option<Arg>
         }
     };
     let kind = arg_kind(&typed.ty, diagnostics);
+    let stagger = stagger(&typed.attrs, &kind, diagnostics);
     Some(Arg {
         name,
         kind,
         ty: (*typed.ty).clone(),
+        stagger,
     })
+}
+
+/// The `#[stagger(i, ..)]` among a parameter's attributes: the only attribute a parameter
+/// takes, once, on a grid, naming at least one index variable (each at most once). Whether
+/// the names are the kernel's index variables is [`validate`](crate::validate)'s concern.
+fn stagger(
+    attrs: &[syn::Attribute],
+    kind: &ArgKind,
+    diagnostics: &mut Diagnostics,
+) -> Option<Stagger> {
+    let mut found: Option<Stagger> = None;
+    for attr in attrs {
+        let range = SpanRange::of(attr);
+        if !attr.path().is_ident("stagger") {
+            diagnostics.error(
+                range,
+                "a kernel parameter takes no attribute but `#[stagger(..)]` (on a grid)",
+            );
+            continue;
+        }
+        if found.is_some() {
+            diagnostics.error(
+                range,
+                "`#[stagger(..)]` is given twice; name every staggered index in one attribute",
+            );
+            continue;
+        }
+        if !matches!(kind, ArgKind::Field { .. } | ArgKind::Invalid) {
+            diagnostics.error(range, "only a grid can be staggered");
+            continue;
+        }
+        let parsed = attr.parse_args_with(
+            syn::punctuated::Punctuated::<Ident, syn::Token![,]>::parse_terminated,
+        );
+        match parsed {
+            Ok(names) if !names.is_empty() => {
+                let dims: Vec<Ident> = names.into_iter().collect();
+                for (n, name) in dims.iter().enumerate() {
+                    if dims[..n].contains(name) {
+                        diagnostics.error_at(name, format!("`{name}` is staggered twice"));
+                    }
+                }
+                found = Some(Stagger { dims, range });
+            }
+            Ok(_) => diagnostics.error(
+                range,
+                "name the staggered index variables, as in `#[stagger(i)]` or `#[stagger(i, k)]`",
+            ),
+            Err(e) => diagnostics.syn_error(&syn::Error::new(
+                e.span(),
+                format!(
+                    "{e}: name the staggered index variables, as in `#[stagger(i)]` or \
+                     `#[stagger(i, k)]`"
+                ),
+            )),
+        }
+    }
+    found
 }
 
 /// What to write for a reduction of type `op`.

@@ -33,6 +33,17 @@ pub struct Arg {
     pub kind: ArgKind,
     /// The type as written (for the fallback stub when the type is not understood).
     pub ty: syn::Type,
+    /// The `#[stagger(..)]` attribute of a grid parameter, when it has one.
+    pub stagger: Option<Stagger>,
+}
+
+/// A grid parameter's `#[stagger(i, ..)]`: the index variables along which its points sit
+/// half a cell after the cell-centred points of the same index.
+pub struct Stagger {
+    /// The index variables named, in the order written.
+    pub dims: Vec<Ident>,
+    /// The whole attribute.
+    pub range: SpanRange,
 }
 
 /// What a parameter is, as far as its type says.
@@ -190,12 +201,16 @@ pub struct Index {
 
 /// The forms an index can take.
 pub enum IndexKind {
-    /// `var`, `var + n` or `var - n` with an integer literal `n` (`offset` is `±n`).
+    /// `var`, `var + n` or `var - n` with an integer literal `n` (`offset` is `±n`); or a
+    /// half-cell displacement `var + n/2` or `var - n/2` with an odd `n` (`half`, and
+    /// `offset` the displacement rounded down: `i + 1/2` is offset 0, `i - 1/2` offset -1).
     Var {
         /// The index variable.
         var: Ident,
-        /// The constant displacement.
+        /// The constant displacement (rounded down when `half`).
         offset: i64,
+        /// Whether the displacement is `offset + 1/2`.
+        half: bool,
     },
     /// Anything else; `var` is the index variable when one is recognisable (`i + c`) and
     /// `at` the part that is not an integer constant.

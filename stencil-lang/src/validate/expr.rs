@@ -3,7 +3,7 @@
 //! [`finite_difference`](super::finite_difference).
 
 use proc_macro2::Ident;
-use stencil_core::{BinaryOp, UnaryOp};
+use stencil_core::{BinaryOp, MAX_DIMS, UnaryOp};
 use syn::ext::IdentExt;
 
 use super::{Binding, Context, MAX_EXPANDED_OPERATIONS, default_names};
@@ -231,11 +231,15 @@ impl Context<'_> {
             );
             return None;
         }
+        let staggered = match self.scope.get(name) {
+            Some(Binding::Field(field, _)) => self.stagger_of(*field),
+            _ => [false; MAX_DIMS],
+        };
         let mut offsets = Vec::with_capacity(indices.len());
         let mut valid = true;
         for (dim, index) in indices.iter().enumerate() {
             match &index.kind {
-                IndexKind::Var { var, offset } => {
+                IndexKind::Var { var, offset, half } => {
                     let found = var.unraw().to_string();
                     if self.index_names.is_some() && found != expected[dim] {
                         self.diagnostics.error_at(
@@ -246,17 +250,37 @@ impl Context<'_> {
                             ),
                         );
                         valid = false;
+                    } else if *half != staggered[dim] {
+                        let message = if *half {
+                            format!(
+                                "`{name}` is not staggered along `{found}`: its points are at \
+                                 whole indices, as in `{found} + 1` (declare `#[stagger({found})]` \
+                                 on a grid whose points sit half a cell off)"
+                            )
+                        } else {
+                            format!(
+                                "`{name}` is staggered along `{found}`: its points sit half a \
+                                 cell off, as in `{found} + 1/2` or `{found} - 1/2`"
+                            )
+                        };
+                        self.diagnostics.error(index.range, message);
+                        valid = false;
                     }
                     offsets.push(*offset);
                 }
                 IndexKind::NonConstant { var: Some(var), at } => {
                     let var = var.unraw();
-                    self.diagnostics.error(
-                        *at,
+                    let message = if staggered[dim] {
+                        format!(
+                            "`{name}` is staggered along `{var}`: the offset is a constant half, \
+                             as in `{var} + 1/2` or `{var} - 3/2`"
+                        )
+                    } else {
                         format!(
                             "offset must be an integer constant: write `{var} + 1` or `{var} - 1`"
-                        ),
-                    );
+                        )
+                    };
+                    self.diagnostics.error(*at, message);
                     valid = false;
                 }
                 IndexKind::NonConstant { var: None, at } => {

@@ -148,6 +148,17 @@ impl Context<'_> {
         };
         let name = base.unraw().to_string();
         let what = match self.scope.get(&name).copied() {
+            Some(Binding::Field(field, _)) if self.stagger_of(field).contains(&true) => {
+                self.diagnostics.error(
+                    arg.range,
+                    format!(
+                        "`{name}` is staggered: a staggered grid cannot be passed to a helper or \
+                         an operator; read its points in the kernel, as in `{}`",
+                        self.point_of(&name)
+                    ),
+                );
+                return None;
+            }
             Some(Binding::Field(field, shift)) => {
                 let Some((indices, bracket)) = indices else {
                     return Some(Binding::Field(field, shift));

@@ -89,6 +89,8 @@ struct Context<'d> {
     /// Index variable names from the first store, when it names them properly.
     index_names: Option<Vec<String>>,
     fields: Vec<FieldDecl>,
+    /// Per field, the dimensions along which it is staggered (`#[stagger(..)]`).
+    staggered: Vec<[bool; MAX_DIMS]>,
     reductions: Vec<ReductionDecl>,
     /// The kernel's element type.
     elem: ElemType,
@@ -141,6 +143,7 @@ pub fn check(
         n_dims,
         index_names: None,
         fields: Vec::new(),
+        staggered: Vec::new(),
         reductions: Vec::new(),
         elem,
         scope: HashMap::new(),
@@ -171,6 +174,10 @@ pub fn check(
         .index_names
         .clone()
         .unwrap_or_else(|| default_names(n_dims));
+    context.resolve_staggers(kernel, &index_names);
+    if let Some(rotate) = &kernel.rotate {
+        context.check_chain_staggers(rotate);
+    }
     let mut body = Vec::new();
     for statement in &kernel.body {
         let checked = context.check_stmt(statement);
@@ -628,7 +635,78 @@ impl Context<'_> {
             .index_names
             .clone()
             .unwrap_or_else(|| default_names(self.n_dims));
+        let staggered = match self.scope.get(name) {
+            Some(Binding::Field(field, _)) => self.stagger_of(*field),
+            _ => [false; MAX_DIMS],
+        };
+        let names: Vec<String> = names
+            .into_iter()
+            .zip(staggered)
+            .map(|(n, half)| if half { format!("{n} + 1/2") } else { n })
+            .collect();
         format!("{name}[{}]", names.join(", "))
+    }
+
+    /// Reports a rotation chain whose grids are not staggered alike: a grid becomes the next
+    /// one in its chain each step, so their points must sit at the same places.
+    fn check_chain_staggers(&mut self, rotate: &model::Rotate) {
+        for chain in &rotate.chains {
+            let mut first: Option<(String, [bool; MAX_DIMS])> = None;
+            for name in chain {
+                let found = name.unraw().to_string();
+                let Some(Binding::Field(field, _)) = self.scope.get(&found).copied() else {
+                    continue;
+                };
+                let stagger = self.stagger_of(field);
+                match &first {
+                    None => first = Some((found, stagger)),
+                    Some((head, expected)) if *expected != stagger => {
+                        self.diagnostics.error_at(
+                            name,
+                            format!(
+                                "`{found}` and `{head}` rotate into each other but are not \
+                                 staggered alike: give them the same `#[stagger(..)]`"
+                            ),
+                        );
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+
+    /// The dimensions along which field `field` is staggered (none before they are resolved).
+    fn stagger_of(&self, field: usize) -> [bool; MAX_DIMS] {
+        self.staggered
+            .get(field)
+            .copied()
+            .unwrap_or([false; MAX_DIMS])
+    }
+
+    /// Fills `staggered` from each grid parameter's `#[stagger(..)]`, reporting names that are
+    /// not among the kernel's `index_names`.
+    fn resolve_staggers(&mut self, kernel: &model::Kernel, index_names: &[String]) {
+        let grids = kernel
+            .args
+            .iter()
+            .filter(|a| matches!(a.kind, ArgKind::Field { .. }));
+        for arg in grids {
+            let mut staggered = [false; MAX_DIMS];
+            for var in arg.stagger.iter().flat_map(|s| &s.dims) {
+                let found = var.unraw().to_string();
+                match index_names.iter().position(|n| *n == found) {
+                    Some(dim) if dim < MAX_DIMS => staggered[dim] = true,
+                    _ => self.diagnostics.error_at(
+                        var,
+                        format!(
+                            "`{found}` is not an index variable of this kernel (`{}`)",
+                            index_names.join(", ")
+                        ),
+                    ),
+                }
+            }
+            self.staggered.push(staggered);
+        }
     }
 }
 

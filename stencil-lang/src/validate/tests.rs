@@ -348,3 +348,141 @@ fn a_kernel_without_stores_takes_its_index_variables_from_its_first_read() {
         pair("expected index variable `j`, found `i`", "i")
     );
 }
+
+/// A staggered 2-D velocity-pressure pair: `vx` (and an input `w`) half a cell after `p`
+/// along `i`, `vy` along `j`.
+fn staggered(body: &str) -> String {
+    format!(
+        "fn k(#[stagger(i)] vx: &mut Grid2<f64>, #[stagger(j)] vy: &Grid2<f64>, \
+         #[stagger(i)] w: &Grid2<f64>, p: &Grid2<f64>, c: f64) {{ {body} }}"
+    )
+}
+
+#[test]
+fn staggered_reads_and_writes_lower_to_the_stored_points() {
+    use crate::testing::lowered;
+    // `vx[i + 1/2, j]` is vx's own point (offset 0), `vy[i, j - 1/2]` the point before it
+    // along `j` (offset -1), `i + 3/2` offset 1, `i - 3/2` offset -2.
+    let staggered_kernel = lowered(&staggered(
+        "vx[i + 1/2, j] = vx[i + 1/2, j] + c * (p[i + 1, j] - p[i, j]) \
+         + vy[i, j - 1/2] + vy[i, j + 3/2] - w[i - 3/2, j] * w[i + 1/2, j];",
+    ));
+    let whole = lowered(
+        "fn k(vx: &mut Grid2<f64>, vy: &Grid2<f64>, w: &Grid2<f64>, p: &Grid2<f64>, c: f64) { \
+         vx[i, j] = vx[i, j] + c * (p[i + 1, j] - p[i, j]) + vy[i, j - 1] + vy[i, j + 1] \
+         - w[i - 2, j] * w[i, j]; }",
+    );
+    assert_eq!(
+        stencil_core::hash::structural_hash(&staggered_kernel),
+        stencil_core::hash::structural_hash(&whole)
+    );
+    assert_eq!(
+        stencil_core::random::to_macro_source(&staggered_kernel),
+        stencil_core::random::to_macro_source(&whole)
+    );
+}
+
+#[test]
+fn staggered_offsets_are_checked_against_the_declaration() {
+    assert_eq!(
+        one_error(&staggered("vx[i + 1/2, j] = vx[i, j];")),
+        pair(
+            "`vx` is staggered along `i`: its points sit half a cell off, as in `i + 1/2` or `i - 1/2`",
+            "i"
+        )
+    );
+    assert_eq!(
+        one_error(&staggered("vx[i + 1/2, j] = p[i + 1/2, j];")),
+        pair(
+            "`p` is not staggered along `i`: its points are at whole indices, as in `i + 1` \
+             (declare `#[stagger(i)]` on a grid whose points sit half a cell off)",
+            "i + 1/2"
+        )
+    );
+    assert_eq!(
+        one_error(&staggered("vx[i + 1/2, j] = vy[i, j + 1/4];")),
+        pair(
+            "`vy` is staggered along `j`: the offset is a constant half, as in `j + 1/2` or `j - 3/2`",
+            "1/4"
+        )
+    );
+    // A staggered output is written at its own point, `i + 1/2`.
+    assert_eq!(
+        one_error(&staggered("vx[i - 1/2, j] = p[i, j];")),
+        pair(
+            "outputs are written at offset zero: write `vx[i + 1/2, j]`",
+            "i - 1/2"
+        )
+    );
+}
+
+#[test]
+fn stagger_attributes_are_checked() {
+    let grid2 = "p: &Grid2<f64>, out: &mut Grid2<f64>";
+    assert_eq!(
+        one_error(&format!(
+            "fn k(#[stagger(x)] {grid2}) {{ out[i, j] = p[i, j]; }}"
+        )),
+        pair("`x` is not an index variable of this kernel (`i, j`)", "x")
+    );
+    assert_eq!(
+        one_error(&format!(
+            "fn k(#[stagger(i, i)] {grid2}) {{ out[i, j] = p[i + 1/2, j]; }}"
+        )),
+        pair("`i` is staggered twice", "i")
+    );
+    assert_eq!(
+        one_error(&format!(
+            "fn k(#[stagger(i)] #[stagger(j)] {grid2}) {{ out[i, j] = p[i + 1/2, j]; }}"
+        ))
+        .0,
+        "`#[stagger(..)]` is given twice; name every staggered index in one attribute"
+    );
+    assert_eq!(
+        one_error(&format!(
+            "fn k({grid2}, #[stagger(i)] c: f64) {{ out[i, j] = c * p[i, j]; }}"
+        )),
+        pair("only a grid can be staggered", "#[stagger(i)]")
+    );
+    assert_eq!(
+        one_error(&format!(
+            "fn k(#[inline] {grid2}) {{ out[i, j] = p[i, j]; }}"
+        )),
+        pair(
+            "a kernel parameter takes no attribute but `#[stagger(..)]` (on a grid)",
+            "#[inline]"
+        )
+    );
+    assert_eq!(
+        one_error(&format!(
+            "fn k(#[stagger()] {grid2}) {{ out[i, j] = p[i, j]; }}"
+        )),
+        pair(
+            "name the staggered index variables, as in `#[stagger(i)]` or `#[stagger(i, k)]`",
+            "#[stagger()]"
+        )
+    );
+}
+
+#[test]
+fn staggered_grids_stay_out_of_helpers_and_alike_in_chains() {
+    assert_eq!(
+        one_error(&staggered("vx[i + 1/2, j] = laplace(vy, 1.0);")),
+        pair(
+            "`vy` is staggered: a staggered grid cannot be passed to a helper or an operator; \
+             read its points in the kernel, as in `vy[i, j + 1/2]`",
+            "vy"
+        )
+    );
+    assert_eq!(
+        one_error(
+            "#[rotate(out -> u)] fn k(u: &Grid2<f64>, #[stagger(j)] out: &mut Grid2<f64>) \
+             { out[i, j + 1/2] = u[i, j + 1]; }"
+        ),
+        pair(
+            "`u` and `out` rotate into each other but are not staggered alike: give them the \
+             same `#[stagger(..)]`",
+            "u"
+        )
+    );
+}
