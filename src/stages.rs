@@ -108,9 +108,9 @@
 //!   depth against `R`), then the ranks agree before anything is exchanged: when any rank's
 //!   check fails, [`run`](Stages::run) returns an error on every rank (that rank's own error
 //!   where it failed, else the lowest failing rank's kind and message), and when the ranks'
-//!   calls differ (steps, first step, grid names, chains, stages and their bindings, sparse
-//!   positions, series lengths, intervals) an [`ErrorKind::BadArgument`] on every rank, never
-//!   a hang.
+//!   calls differ (steps, first step, grid names and boundary conditions, chains, stages and
+//!   their bindings, sparse positions, series lengths, intervals) an
+//!   [`ErrorKind::BadArgument`] on every rank, never a hang.
 
 use std::time::Instant;
 

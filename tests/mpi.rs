@@ -22,7 +22,9 @@
 use stencil::mpi::{Decomposition, Domain};
 use stencil::output::{Plane, VtiOptions, write_vti_to};
 use stencil::prelude::*;
-use stencil::{ErrorKind, Launch, Receivers, Sources, Stage, Stages, Stencil, Steps};
+use stencil::{
+    CpuSchedule, ErrorKind, Launch, Receivers, Schedule, Sources, Stage, Stages, Stencil, Steps,
+};
 
 stencil! {
     /// The 7-point heat step, from the macro (generated loop).
@@ -1056,7 +1058,8 @@ fn sparse_positions(shape: [usize; 2], cuts: &[Vec<usize>; 2]) -> [Vec<[f64; 2]>
 }
 
 /// One stages case: `scheme` on `shape` with `faces`, over process grid `dims` with ghost
-/// depth `ghost`, 7 steps (run as 4, then 3 from step 4) against one process's loop of 7
+/// depth `ghost` (with twice the reach, under a schedule blocking 4 steps in slabs of 2
+/// planes), 7 steps (run as 4, then 3 from step 4) against one process's loop of 7
 /// computed on every rank: each grid's owned box and its gathered interior, and every trace,
 /// bit for bit. Returns whether it ran (false: the layout cannot hold it).
 fn stages_case(
@@ -1136,18 +1139,36 @@ fn stages_case(
         .collect();
     let mut traces = receivers();
     domain.reset_stats();
-    let first = stages_of(scheme, &mut local, &sources, &mut traces)
-        .across(&domain)
-        .run(4)
-        .unwrap();
-    let rest = stages_of(scheme, &mut local, &sources, &mut traces)
-        .across(&domain)
-        .first_step(4)
-        .run(3)
-        .unwrap();
+    // With two steps per exchange, blocked in time across both stages by the local loop.
+    let (_, reach) = scheme.radii();
+    let blocked = (ghost == 2 * reach).then_some(Schedule::Cpu(CpuSchedule {
+        time_depth: 4,
+        time_slab: 2,
+        ..CpuSchedule::default()
+    }));
+    fn scheduled<'g>(stages: Stages<'g, f64, 2>, blocked: Option<Schedule>) -> Stages<'g, f64, 2> {
+        match blocked {
+            Some(schedule) => stages.schedule(schedule),
+            None => stages,
+        }
+    }
+    let first = scheduled(
+        stages_of(scheme, &mut local, &sources, &mut traces),
+        blocked,
+    )
+    .across(&domain)
+    .run(4)
+    .unwrap();
+    let rest = scheduled(
+        stages_of(scheme, &mut local, &sources, &mut traces),
+        blocked,
+    )
+    .across(&domain)
+    .first_step(4)
+    .run(3)
+    .unwrap();
     assert_eq!((first.steps, rest.steps), (4, 3), "{what}");
     let exchanges = domain.stats().exchanges;
-    let (_, reach) = scheme.radii();
     if ghost >= reach {
         // The chains' earlier levels before every chunk (the coefficient `b` once per call).
         let levels = if scheme == Scheme::Acoustic { 3 } else { 2 };
@@ -1265,6 +1286,19 @@ fn stages_errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
     if ranks > 1 {
         let e = disagreeing.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
+        assert!(e.to_string().contains("the ranks disagree"), "{e}");
+    } else {
+        disagreeing.unwrap();
+    }
+    // Boundary conditions given differently on the last rank (exchanges would follow
+    // different plans).
+    let mut faces = g.clone();
+    if rank == last {
+        faces[0].1.set_boundary(Boundary::Dirichlet(0.5));
+    }
+    let disagreeing = run(&domain, &mut faces, [1.0, 1.0], [1.0, 1.0]);
+    if ranks > 1 {
+        let e = disagreeing.unwrap_err();
         assert!(e.to_string().contains("the ranks disagree"), "{e}");
     } else {
         disagreeing.unwrap();

@@ -397,14 +397,15 @@ impl<T: Element, const D: usize> Stages<'_, T, D> {
         }
     }
 
-    /// A hash of what every rank must give alike: steps, first step, grids' names, chains,
-    /// stages and their bindings, the sparse points' grids, positions, series lengths and
-    /// intervals.
+    /// A hash of what every rank must give alike: steps, first step, grids' names and
+    /// boundary conditions, chains, stages and their bindings, the sparse points' grids,
+    /// positions, series lengths and intervals.
     fn fingerprint(&self, steps: usize) -> u64 {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (steps, self.first, &self.chains).hash(&mut h);
-        for (name, _) in &self.grids {
-            name.hash(&mut h);
+        for (name, grid) in &self.grids {
+            // The global boundary conditions, which every rank's exchange plans follow.
+            (name, format!("{:?}", grid_of(grid).boundaries())).hash(&mut h);
         }
         for stage in &self.stages {
             (&stage.name, &stage.stencil.kernel().name, &stage.bindings).hash(&mut h);
