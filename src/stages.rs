@@ -72,15 +72,14 @@
 //!
 //! # Across MPI ranks
 //!
-//! With [`across`](Stages::across) (feature `mpi`) the loop runs on grids distributed over
-//! MPI ranks ([`crate::mpi`]): every grid is this rank's local grid of the domain, every rank
-//! makes the same call, and sources and receivers keep their **global** positions. After
-//! [`run`](Stages::run)`(n)` every grid's owned box (so the gathered interior,
-//! [`Domain::gather`](crate::mpi::Domain::gather)) holds what one process's loop over the
-//! global grids leaves, bit for bit, and every rank's [`Receivers`] get the same traces as one
-//! process's, bit for bit (on every rank, not only on rank 0), for every boundary condition
-//! and rank count. Ghost zones and halos beyond rank faces are stale until the next exchange,
-//! as after [`Steps::across`](crate::Steps::across).
+//! With `Stages::across` (feature `mpi`) the loop runs on grids distributed over MPI ranks
+//! (`stencil::mpi`): every grid is this rank's local grid of the domain, every rank makes the
+//! same call, and sources and receivers keep their **global** positions. After
+//! [`run`](Stages::run)`(n)` every grid's owned box (so the interior `Domain::gather` gives)
+//! holds what one process's loop over the global grids leaves, bit for bit, and every rank's
+//! [`Receivers`] get the same traces as one process's, bit for bit (on every rank, not only
+//! on rank 0), for every boundary condition and rank count. Ghost zones and halos beyond rank
+//! faces are stale until the next exchange, as after `Steps::across`.
 //!
 //! - **Exchanges.** Let `R` be the sum of the stages' radii (the points a whole step reads
 //!   away). With a ghost depth `g >= R`, the grids a step reads before a stage writes them (the
@@ -91,8 +90,7 @@
 //!   ghost depth of 0 every stage runs on its own, and right after it the grids it wrote that a
 //!   stage reads are exchanged (only those). A ghost depth between 1 and `R - 1` is an error.
 //!   Coefficients given with [`input`](Stages::input) are not exchanged by the loop: give them
-//!   their halo first ([`Domain::exchange`](crate::mpi::Domain::exchange),
-//!   [`fill_with`](crate::mpi::Domain::fill_with), [`scatter`](crate::mpi::Domain::scatter)).
+//!   their halo first (`Domain::exchange`, `fill_with`, `scatter`).
 //! - **Sources** are added on each rank at every copy of their corners in its local interior:
 //!   at the corners it owns, and, with ghost zones, at their copies there (which the ghost
 //!   zones' redundant steps need and the next exchange overwrites with the owner's values). So
@@ -387,7 +385,7 @@ impl<'g, T: Element, const D: usize> Stages<'g, T, D> {
     /// - [`ErrorKind::StaleHalo`]: a grid a stage reads changed since its halo was filled and
     ///   one of its boundary conditions depends on the interior.
     /// - Backend errors (the steps done before one stay done and rotated).
-    /// - Across MPI ranks ([`across`](Self::across)): also a grid that is not a local grid of
+    /// - Across MPI ranks (`across`, feature `mpi`): also a grid that is not a local grid of
     ///   the domain ([`ErrorKind::ShapeMismatch`], [`ErrorKind::HaloTooNarrow`], or
     ///   [`ErrorKind::BadArgument`] for periodic faces other than the domain's), a ghost depth
     ///   between 1 and the sum of the stages' radii less one, a position outside the global
