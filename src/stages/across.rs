@@ -18,9 +18,8 @@ use stencil_core::stages::GridNames;
 use stencil_core::time_loop::FieldSlot;
 use stencil_core::{Element, Error, ErrorKind, MAX_DIMS, Result, Role};
 
-use super::{
-    Resolved, ResolvedStage, SourcePoints, Sparse, Stages, StagesReport, grid_of, run_loop,
-};
+use super::resolve::{Resolved, ResolvedStage};
+use super::{SourcePoints, Sparse, Stages, StagesReport, grid_of, run_loop};
 use crate::distribution::StageDistribution;
 use crate::loop_grid::LoopGrid;
 
