@@ -1,10 +1,11 @@
-//! [`Distribution`]: what a time loop needs of grids distributed over MPI ranks.
+//! [`Distribution`]: what a time loop needs of grids distributed over MPI ranks, and
+//! [`StageDistribution`]: what a loop of several kernels per step needs beyond it.
 //!
-//! Declared here, below both the time loop (`steps.rs`, which calls it) and the MPI domain
-//! (`mpi/`, which implements it with the feature `mpi`), so the time loop builds without the
-//! feature and neither file needs the other's internals.
+//! Declared here, below both the time loops (`steps.rs` and `stages/`, which call them) and
+//! the MPI domain (`mpi/`, which implements them with the feature `mpi`), so the time loops
+//! build without the feature and neither side needs the other's internals.
 
-use stencil_core::grid::Boundary;
+use stencil_core::grid::{Boundary, Grid};
 use stencil_core::{Backend, Element, Kernel, Result, Rotation, Schedule, Stencil};
 
 use crate::loop_grid::LoopGrid;
@@ -56,4 +57,40 @@ pub(crate) trait Distribution<T: Element, const D: usize> {
         shape: &[usize],
         choose: &mut dyn FnMut() -> Result<TuneReport>,
     ) -> Result<TuneReport>;
+}
+
+/// What a loop of several kernels per step (`Stages::across`) needs of a distributed domain
+/// beyond [`Distribution`]: its layout (ghost depth, global shape, which rank owns a point and
+/// where a global point lies in this rank's local interior), exchanges of single grids, and
+/// the collectives that keep every rank's outcome the same (an agreement on the loop's
+/// arguments before anything is exchanged, the gathering of receivers' partial sums).
+pub(crate) trait StageDistribution<T: Element, const D: usize>: Distribution<T, D> {
+    /// The ghost depth on rank faces.
+    fn ghost(&self) -> usize;
+    /// The global interior's extents.
+    fn global_shape(&self) -> [usize; D];
+    /// This rank's number and the number of ranks.
+    fn rank_and_ranks(&self) -> (usize, usize);
+    /// The rank that owns global interior point `point`.
+    fn owner(&self, point: [usize; D]) -> usize;
+    /// The global coordinates of this rank's local interior point 0 (a point this rank owns
+    /// lies at its global coordinates less these).
+    fn origin(&self) -> [isize; D];
+    /// Where global interior point `point` lies in this rank's local interior: every copy of
+    /// it there (owned box and ghost zones; a ghost zone that wraps around a periodic
+    /// dimension may hold a second copy), in local interior coordinates.
+    fn local_copies(&self, point: [usize; D]) -> Vec<[usize; D]>;
+    /// Checks that `grid` is a local grid of the domain (shape, halo, periodic faces).
+    fn check_grid(&self, grid: &Grid<T, D>) -> Result<()>;
+    /// Exchanges `grid` (collective).
+    fn exchange(&self, grid: &mut Grid<T, D>) -> Result<()>;
+    /// Collective: `Ok` on every rank when every rank's `local` is `Ok` and every rank gives
+    /// the same `fingerprint` of its arguments; otherwise the same error on every rank (a
+    /// rank's own error where it has one, else that of the lowest rank that failed, or an
+    /// [`ErrorKind::BadArgument`](stencil_core::ErrorKind::BadArgument) saying the ranks
+    /// disagree).
+    fn agree(&self, local: Result<()>, fingerprint: u64) -> Result<()>;
+    /// Collective: every rank's `mine` (rank `r` gives `counts[r]` values), concatenated in
+    /// rank order, on every rank.
+    fn all_gather(&self, mine: &[T], counts: &[usize]) -> Vec<T>;
 }

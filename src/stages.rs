@@ -68,21 +68,65 @@
 //! Without [`schedule`](Stages::schedule), the backend's default schedule for the first stage's
 //! kernel runs every stage (on the CPU: temporal blocking of a default depth when the grids
 //! exceed half the measured last-level cache, slabs sized to it). Stage loops are not tuned
-//! yet. They run on one process (no MPI).
+//! yet.
+//!
+//! # Across MPI ranks
+//!
+//! With `Stages::across` (feature `mpi`) the loop runs on grids distributed over MPI ranks
+//! (`stencil::mpi`): every grid is this rank's local grid of the domain, every rank makes the
+//! same call, and sources and receivers keep their **global** positions. After
+//! [`run`](Stages::run)`(n)` every grid's owned box (so the interior `Domain::gather` gives)
+//! holds what one process's loop over the global grids leaves, bit for bit, and every rank's
+//! [`Receivers`] get the same traces as one process's, bit for bit (on every rank, not only
+//! on rank 0), for every boundary condition and rank count. Ghost zones and halos beyond rank
+//! faces are stale until the next exchange, as after `Steps::across`.
+//!
+//! - **Exchanges.** Let `R` be the sum of the stages' radii (the points a whole step reads
+//!   away). With a ghost depth `g >= R`, the grids a step reads before a stage writes them (the
+//!   chains' earlier levels, and before the first step the coefficients given with
+//!   [`grid`](Stages::grid)) are exchanged, then `g / R` steps run on the local interior, ghost
+//!   zones included, as one local loop (blocked in time on the CPU like any stage loop; the
+//!   ghost zones go stale by at most `R` points per step, never reaching the owned box). With a
+//!   ghost depth of 0 every stage runs on its own, and right after it the grids it wrote that a
+//!   stage reads are exchanged (only those). A ghost depth between 1 and `R - 1` is an error.
+//!   Coefficients given with [`input`](Stages::input) are not exchanged by the loop: give them
+//!   their halo first (`Domain::exchange`, `fill_with`, `scatter`).
+//! - **Sources** are added on each rank at every copy of their corners in its local interior:
+//!   at the corners it owns, and, with ghost zones, at their copies there (which the ghost
+//!   zones' redundant steps need and the next exchange overwrites with the owner's values). So
+//!   in the owned boxes each corner gets each increment exactly once, from its owner, in the
+//!   documented order, also when a source's corners straddle ranks.
+//! - **Receivers** are sampled where their corners are: each rank takes, for every corner it
+//!   owns, the term `weight * value` (the owned box is always current), and after the loop
+//!   every rank gathers every rank's terms and sums each receiver's in corner order from the
+//!   first term, exactly as one process does ([`stencil_core::sparse`]). The traces are
+//!   appended on every rank.
+//! - **Errors.** Every rank checks the call (its grids against the domain's local shape, halo
+//!   and periodic faces; the rules above; positions against the **global** interior; the ghost
+//!   depth against `R`), then the ranks agree before anything is exchanged: when any rank's
+//!   check fails, [`run`](Stages::run) returns an error on every rank (that rank's own error
+//!   where it failed, else the lowest failing rank's kind and message), and when the ranks'
+//!   calls differ (steps, first step, grid names and boundary conditions, chains, stages and
+//!   their bindings, sparse positions, series lengths, intervals) an
+//!   [`ErrorKind::BadArgument`] on every rank, never a hang.
 
 use std::time::Instant;
 
 use stencil_core::grid::Grid;
-use stencil_core::sparse::{ReceiverSet, SourceSet, corners};
+use stencil_core::sparse::{Corner, ReceiverSet, SourceSet, corners};
 use stencil_core::stages::{GridNames, Stage as CoreStage, StageLoop};
 use stencil_core::time_loop::{FieldSlot, WrittenGrid};
-use stencil_core::{
-    Backend, Element, Error, ErrorKind, FieldView, Result, Role, Schedule, Stencil,
-};
+use stencil_core::{Backend, Element, Error, ErrorKind, FieldView, Result, Schedule, Stencil};
 use stencil_cpu::CpuBackend;
 
+use crate::distribution::StageDistribution;
 use crate::loop_grid::LoopGrid;
 use crate::tuning::{self, TuneSettings};
+
+mod across;
+mod resolve;
+
+use resolve::Resolved;
 
 /// One kernel of a step: its fields bound to the loop's grids by name, its parameters by name.
 #[derive(Clone, Debug)]
@@ -229,6 +273,8 @@ pub struct Stages<'g, T: Element, const D: usize> {
     backend: Option<&'g dyn Backend<T>>,
     schedule: Option<Schedule>,
     first: usize,
+    /// The ranks' domain, for a loop on distributed grids.
+    across: Option<&'g dyn StageDistribution<T, D>>,
     error: Option<Error>,
 }
 
@@ -250,6 +296,7 @@ impl<'g, T: Element, const D: usize> Stages<'g, T, D> {
             backend: None,
             schedule: None,
             first: 0,
+            across: None,
             error: None,
         }
     }
@@ -311,6 +358,21 @@ impl<'g, T: Element, const D: usize> Stages<'g, T, D> {
         self
     }
 
+    /// Runs the loop on grids distributed over MPI ranks (feature `mpi`): every grid is this
+    /// rank's local grid of `domain` (from [`Domain::grid`](crate::mpi::Domain::grid)), every
+    /// rank makes the same call (the same stages, grids by name, chains, sources and
+    /// receivers, at global positions), and every grid's owned box and every trace end as one
+    /// process's loop leaves them, bit for bit. See [Across MPI ranks](self#across-mpi-ranks)
+    /// for the exchanges, where sparse points are applied and how traces are combined.
+    #[cfg(feature = "mpi")]
+    pub fn across(mut self, domain: &'g crate::mpi::Domain<D>) -> Self
+    where
+        T: crate::mpi::MpiElement,
+    {
+        self.across = Some(domain);
+        self
+    }
+
     /// Runs `steps` steps, then rotates the grids so their names hold what the plain loop of
     /// the module documentation leaves, and appends the receivers' samples.
     ///
@@ -324,157 +386,58 @@ impl<'g, T: Element, const D: usize> Stages<'g, T, D> {
     /// - [`ErrorKind::StaleHalo`]: a grid a stage reads changed since its halo was filled and
     ///   one of its boundary conditions depends on the interior.
     /// - Backend errors (the steps done before one stay done and rotated).
+    /// - Across MPI ranks (`across`, feature `mpi`): also a grid that is not a local grid of
+    ///   the domain ([`ErrorKind::ShapeMismatch`], [`ErrorKind::HaloTooNarrow`], or
+    ///   [`ErrorKind::BadArgument`] for periodic faces other than the domain's), a ghost depth
+    ///   between 1 and the sum of the stages' radii less one, a position outside the global
+    ///   interior, and calls that differ between ranks ([`ErrorKind::BadArgument`]); each on
+    ///   every rank alike (see [Across MPI ranks](self#across-mpi-ranks)).
     pub fn run(mut self, steps: usize) -> Result<StagesReport> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        let bad = |m: String| Error::new(ErrorKind::BadArgument, m);
-        if self.stages.is_empty() {
-            return Err(bad("a time loop of stages needs at least one stage".into()));
+        if let Some(across) = self.across {
+            return self.run_across(across, steps);
         }
-        // Slots: chains first, then written grids some stage writes, then read-only ones.
-        let index_of = |name: &str| self.grids.iter().position(|(n, _)| n == name);
-        let mut slot: Vec<Option<FieldSlot>> = vec![None; self.grids.len()];
-        let mut names = GridNames::default();
-        for (c, chain) in self.chains.iter().enumerate() {
-            let mut chain_names = Vec::new();
-            for (p, name) in chain.iter().enumerate() {
-                let Some(g) = index_of(name) else {
-                    return Err(bad(format!(
-                        "chain `{}` names `{name}`, which is not a grid of the loop",
-                        chain.join(" -> ")
-                    )));
-                };
-                if matches!(self.grids[g].1, LoopGrid::Read(_)) {
-                    return Err(bad(format!(
-                        "`{name}` rotates; give it with `grid` (mutably), not `input`"
-                    )));
-                }
-                if slot[g].is_some() {
-                    return Err(bad(format!("`{name}` is named twice in the rotation")));
-                }
-                slot[g] = Some(FieldSlot::Chain {
-                    chain: c,
-                    position: p,
-                });
-                chain_names.push(name.clone());
-            }
-            if chain.len() < 2 {
-                return Err(bad(format!(
-                    "chain `{}`: a chain names the grid a step writes and at least one it \
-                     becomes",
-                    chain.join(" -> ")
-                )));
-            }
-            names.chains.push(chain_names);
-        }
-        // Each stage's fields resolved to loop grids by name.
-        let mut stage_grids: Vec<Vec<usize>> = Vec::new();
-        let mut stage_params: Vec<Vec<T>> = Vec::new();
-        for stage in &self.stages {
-            let kernel = stage.stencil.kernel();
-            let who = format!("stage `{}` (kernel `{}`)", stage.name, kernel.name);
-            if kernel.n_dims != D {
-                return Err(Error::new(
-                    ErrorKind::DimensionMismatch,
-                    format!(
-                        "{who} is {}-D but the loop's grids are {D}-D",
-                        kernel.n_dims
-                    ),
-                ));
-            }
-            for (field, _) in &stage.bindings {
-                if kernel.field_by_name(field).is_none() {
-                    return Err(bad(format!("{who} has no grid `{field}` to bind")));
-                }
-                if stage.bindings.iter().filter(|(f, _)| f == field).count() > 1 {
-                    return Err(bad(format!("{who}: grid `{field}` is bound twice")));
-                }
-            }
-            let mut grids = Vec::new();
-            for field in &kernel.fields {
-                let grid = stage
-                    .bindings
-                    .iter()
-                    .find(|(f, _)| *f == field.name)
-                    .map_or(field.name.as_str(), |(_, g)| g.as_str());
-                let Some(g) = index_of(grid) else {
-                    return Err(bad(format!(
-                        "{who}: its grid `{}` is bound to `{grid}`, which is not a grid of the \
-                         loop (give it with `grid` or `input`, or bind the field to another \
-                         with `Stage::bind`)",
-                        field.name
-                    )));
-                };
-                if field.role == Role::Output && slot[g].is_none() {
-                    if matches!(self.grids[g].1, LoopGrid::Read(_)) {
-                        return Err(bad(format!(
-                            "{who} writes `{grid}`, which was given with `input`: give it with \
-                             `grid` (mutably)"
-                        )));
-                    }
-                    slot[g] = Some(FieldSlot::Lone(names.lone.len()));
-                    names.lone.push(grid.to_string());
-                }
-                grids.push(g);
-            }
-            for (name, _) in &stage.params {
-                if kernel.param_by_name(name).is_none() {
-                    return Err(bad(format!("{who} has no parameter `{name}`")));
-                }
-            }
-            let mut params = Vec::new();
-            for p in &kernel.params {
-                let mut given = stage.params.iter().filter(|(n, _)| *n == p.name);
-                match (given.next(), given.next()) {
-                    (Some(&(_, v)), None) => params.push(v),
-                    (None, _) => {
-                        return Err(bad(format!("{who}: parameter `{}` is not set", p.name)));
-                    }
-                    (Some(_), Some(_)) => {
-                        return Err(bad(format!("{who}: parameter `{}` is set twice", p.name)));
-                    }
-                }
-            }
-            stage_grids.push(grids);
-            stage_params.push(params);
-        }
-        for (g, (name, _)) in self.grids.iter().enumerate() {
-            if slot[g].is_none() {
-                slot[g] = Some(FieldSlot::Coefficient(names.coefficients.len()));
-                names.coefficients.push(name.clone());
+        let plan = self.resolve()?;
+        let shape = self.shape()?;
+        let (backend, schedule) = self.backend_and_schedule(&shape);
+        // Sparse points, resolved before any grid is lent.
+        let sparse = self.global_sparse(&shape, steps)?;
+        let timer = Instant::now();
+        let first = self.first;
+        let (done, traces, result) = self.with_loop(&plan, sparse, first, None, |job| {
+            run_loop(job, backend, &schedule, steps)
+        })?;
+        let seconds = timer.elapsed().as_secs_f64();
+        for ((_, receivers), traces) in self.receivers.iter_mut().zip(traces) {
+            for (kept, new) in receivers.traces.iter_mut().zip(traces) {
+                kept.extend(new);
             }
         }
-        let slot: Vec<FieldSlot> = slot
-            .into_iter()
-            .map(|s| s.expect("every grid placed"))
-            .collect();
-        // Halos current for every grid a stage reads.
-        for (stage, grids) in self.stages.iter().zip(&stage_grids) {
-            for (field, &g) in stage.stencil.kernel().fields.iter().zip(grids) {
-                let grid = match &self.grids[g].1 {
-                    LoopGrid::Read(grid) => &**grid,
-                    LoopGrid::Write(grid) => &**grid,
-                };
-                if field.role == Role::Input && grid.halo_is_stale() {
-                    return Err(Error::new(
-                        ErrorKind::StaleHalo,
-                        format!(
-                            "the interior of `{}` changed since its halo was filled and its \
-                             boundary conditions depend on the interior; call `update_halo()` \
-                             on it first",
-                            self.grids[g].0
-                        ),
-                    ));
-                }
-            }
+        self.rotate_grids(&plan.names, &plan.slot, done);
+        result?;
+        Ok(StagesReport {
+            steps: done,
+            schedule,
+            seconds,
+        })
+    }
+
+    /// The interior shape of the loop's first grid.
+    fn shape(&self) -> Result<Vec<usize>> {
+        match self.grids.first() {
+            Some((_, grid)) => Ok(grid_of(grid).shape().to_vec()),
+            None => Err(Error::new(
+                ErrorKind::BadArgument,
+                "a time loop of stages needs grids",
+            )),
         }
-        let shape: Vec<usize> = match &self.grids.first() {
-            Some((_, LoopGrid::Read(g))) => g.shape().to_vec(),
-            Some((_, LoopGrid::Write(g))) => g.shape().to_vec(),
-            None => return Err(bad("a time loop of stages needs grids".into())),
-        };
-        let backend: &dyn Backend<T> = match self.backend {
+    }
+
+    /// The backend and the schedule every stage runs under, on grids of `shape`.
+    fn backend_and_schedule(&self, shape: &[usize]) -> (&'g dyn Backend<T>, Schedule) {
+        let backend: &'g dyn Backend<T> = match self.backend {
             Some(b) => b,
             None => CpuBackend::global(),
         };
@@ -482,139 +445,143 @@ impl<'g, T: Element, const D: usize> Stages<'g, T, D> {
         let schedule = match self.schedule {
             Some(s) => s,
             None => {
-                tuning::ensure_caches(backend, first_kernel, &shape, &TuneSettings::default());
-                backend.default_schedule(first_kernel, &shape)
+                tuning::ensure_caches(backend, first_kernel, shape, &TuneSettings::default());
+                backend.default_schedule(first_kernel, shape)
             }
         };
-        // Sparse points, resolved before any grid is lent.
-        let mut source_sets = Vec::new();
-        for (grid, sources) in &self.sources {
+        (backend, schedule)
+    }
+
+    /// The sources' and receivers' corners on an interior of `shape`, with the sources'
+    /// series checked against a loop of `steps` steps.
+    fn global_sparse(&self, shape: &[usize], steps: usize) -> Result<Sparse<T>> {
+        let mut sources = Vec::new();
+        for (grid, set) in &self.sources {
             let mut points = Vec::new();
-            for (position, series) in sources.positions.iter().zip(&sources.series) {
-                points.push(corners::<T>(position, &shape)?);
+            for (position, series) in set.positions.iter().zip(&set.series) {
+                points.push(corners::<T>(position, shape)?);
                 if series.len() < self.first + steps {
-                    return Err(bad(format!(
-                        "a source of `{grid}` has {} amplitudes; a loop of {steps} steps from \
-                         step {} needs {}",
-                        series.len(),
-                        self.first,
-                        self.first + steps
-                    )));
+                    return Err(Error::new(
+                        ErrorKind::BadArgument,
+                        format!(
+                            "a source of `{grid}` has {} amplitudes; a loop of {steps} steps \
+                             from step {} needs {}",
+                            series.len(),
+                            self.first,
+                            self.first + steps
+                        ),
+                    ));
                 }
             }
-            source_sets.push((grid.clone(), points, sources.series.clone()));
+            sources.push((grid.clone(), points, set.series.clone()));
         }
-        let mut receiver_sets = Vec::new();
-        for (grid, receivers) in &self.receivers {
-            let points = receivers
+        let mut receivers = Vec::new();
+        for (grid, set) in &self.receivers {
+            let points = set
                 .positions
                 .iter()
-                .map(|p| corners::<T>(p, &shape))
+                .map(|p| corners::<T>(p, shape))
                 .collect::<Result<Vec<_>>>()?;
-            receiver_sets.push((grid.clone(), points, receivers.interval));
+            receivers.push((grid.clone(), points, set.interval));
         }
-        let timer = Instant::now();
-        let (done, traces, result) = {
-            let mut chain_grids: Vec<Vec<Option<WrittenGrid<'_, T>>>> = names
-                .chains
-                .iter()
-                .map(|c| c.iter().map(|_| None).collect())
-                .collect();
-            let mut lone: Vec<Option<WrittenGrid<'_, T>>> =
-                names.lone.iter().map(|_| None).collect();
-            let mut coefficients: Vec<Option<FieldView<'_, T>>> =
-                names.coefficients.iter().map(|_| None).collect();
-            for ((_, grid), &s) in self.grids.iter_mut().zip(&slot) {
-                match (s, grid) {
-                    (FieldSlot::Chain { chain, position }, LoopGrid::Write(g)) => {
-                        chain_grids[chain][position] = Some(written(g));
-                    }
-                    (FieldSlot::Lone(k), LoopGrid::Write(g)) => lone[k] = Some(written(g)),
-                    (FieldSlot::Coefficient(k), LoopGrid::Write(g)) => {
-                        coefficients[k] = Some(g.view());
-                    }
-                    (FieldSlot::Coefficient(k), LoopGrid::Read(g)) => {
-                        coefficients[k] = Some(g.view());
-                    }
-                    _ => unreachable!("stencil stages: read-only grids are coefficients"),
+        Ok(Sparse { sources, receivers })
+    }
+
+    /// Lends the grids to a [`StageLoop`] of `plan`'s stages from step `first`, with the
+    /// sparse points `sparse` (sets naming a grid none of the stages writes are an error),
+    /// and calls `f` with it. On distributed grids (`across`) the written grids apply their
+    /// boundary conditions on the faces of the global interior only.
+    fn with_loop<R>(
+        &mut self,
+        plan: &Resolved<T>,
+        sparse: Sparse<T>,
+        first: usize,
+        across: Option<&dyn StageDistribution<T, D>>,
+        f: impl FnOnce(&mut StageLoop<'_, T>) -> R,
+    ) -> Result<R> {
+        let names = &plan.names;
+        let mut chain_grids: Vec<Vec<Option<WrittenGrid<'_, T>>>> = names
+            .chains
+            .iter()
+            .map(|c| c.iter().map(|_| None).collect())
+            .collect();
+        let mut lone: Vec<Option<WrittenGrid<'_, T>>> = names.lone.iter().map(|_| None).collect();
+        let mut coefficients: Vec<Option<FieldView<'_, T>>> =
+            names.coefficients.iter().map(|_| None).collect();
+        for ((_, grid), &s) in self.grids.iter_mut().zip(&plan.slot) {
+            match (s, grid) {
+                (FieldSlot::Chain { chain, position }, LoopGrid::Write(g)) => {
+                    chain_grids[chain][position] = Some(written(g, across));
                 }
+                (FieldSlot::Lone(k), LoopGrid::Write(g)) => lone[k] = Some(written(g, across)),
+                (FieldSlot::Coefficient(k), LoopGrid::Write(g)) => {
+                    coefficients[k] = Some(g.view());
+                }
+                (FieldSlot::Coefficient(k), LoopGrid::Read(g)) => {
+                    coefficients[k] = Some(g.view());
+                }
+                _ => unreachable!("stencil stages: read-only grids are coefficients"),
             }
-            let stages = self
-                .stages
-                .iter()
-                .zip(&stage_grids)
-                .zip(stage_params)
-                .map(|((stage, grids), params)| CoreStage {
-                    name: stage.name.clone(),
-                    stencil: stage.stencil,
-                    slots: grids.iter().map(|&g| slot[g]).collect(),
-                    params,
-                })
-                .collect();
-            let mut job = StageLoop::new(
-                stages,
-                chain_grids
-                    .into_iter()
-                    .map(|c| c.into_iter().map(|g| g.expect("placed")).collect())
-                    .collect(),
-                lone.into_iter().map(|g| g.expect("placed")).collect(),
-                coefficients
-                    .into_iter()
-                    .map(|g| g.expect("placed"))
-                    .collect(),
-                names.clone(),
-                self.first,
-            )?;
-            let target = |job: &StageLoop<'_, T>, grid: &str| {
-                job.target(grid).ok_or_else(|| {
-                    bad(format!(
+        }
+        let stages = plan
+            .stages
+            .iter()
+            .map(|stage| {
+                let def = &self.stages[stage.index];
+                CoreStage {
+                    name: def.name.clone(),
+                    stencil: def.stencil,
+                    slots: stage.grids.iter().map(|&g| plan.slot[g]).collect(),
+                    params: stage.params.clone(),
+                }
+            })
+            .collect();
+        let mut job = StageLoop::new(
+            stages,
+            chain_grids
+                .into_iter()
+                .map(|c| c.into_iter().map(|g| g.expect("placed")).collect())
+                .collect(),
+            lone.into_iter().map(|g| g.expect("placed")).collect(),
+            coefficients
+                .into_iter()
+                .map(|g| g.expect("placed"))
+                .collect(),
+            names.clone(),
+            first,
+        )?;
+        let target = |job: &StageLoop<'_, T>, grid: &str| {
+            job.target(grid).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::BadArgument,
+                    format!(
                         "sparse points name `{grid}`, which no stage writes: sources and \
                          receivers go on a grid a stage writes (a chain's first grid)"
-                    ))
-                })
-            };
-            for (grid, points, series) in source_sets {
-                let (target, stage) = target(&job, &grid)?;
-                job.add_sources(SourceSet {
-                    target,
-                    stage,
-                    points,
-                    series,
-                })?;
-            }
-            for (grid, points, interval) in receiver_sets {
-                let (target, stage) = target(&job, &grid)?;
-                let traces = vec![Vec::new(); points.len()];
-                job.add_receivers(ReceiverSet {
-                    target,
-                    stage,
-                    points,
-                    interval,
-                    traces,
-                })?;
-            }
-            let result = backend.run_stages(&mut job, &schedule, steps);
-            let done = job.done();
-            let traces: Vec<Vec<Vec<T>>> = job
-                .receivers_mut()
-                .iter_mut()
-                .map(|set| std::mem::take(&mut set.traces))
-                .collect();
-            (done, traces, result)
+                    ),
+                )
+            })
         };
-        let seconds = timer.elapsed().as_secs_f64();
-        for ((_, receivers), traces) in self.receivers.iter_mut().zip(traces) {
-            for (kept, new) in receivers.traces.iter_mut().zip(traces) {
-                kept.extend(new);
-            }
+        for (grid, points, series) in sparse.sources {
+            let (target, stage) = target(&job, &grid)?;
+            job.add_sources(SourceSet {
+                target,
+                stage,
+                points,
+                series,
+            })?;
         }
-        self.rotate_grids(&names, &slot, done);
-        result?;
-        Ok(StagesReport {
-            steps: done,
-            schedule,
-            seconds,
-        })
+        for (grid, points, interval) in sparse.receivers {
+            let (target, stage) = target(&job, &grid)?;
+            let traces = vec![Vec::new(); points.len()];
+            job.add_receivers(ReceiverSet {
+                target,
+                stage,
+                points,
+                interval,
+                traces,
+            })?;
+        }
+        Ok(f(&mut job))
     }
 
     /// Rotates each chain's grids by `done` steps and marks the halo of every grid the loop
@@ -669,9 +636,54 @@ impl<'g, T: Element, const D: usize> Stages<'g, T, D> {
     }
 }
 
-/// A written grid as the loop sees it.
-fn written<'v, T: Element, const D: usize>(grid: &'v mut Grid<T, D>) -> WrittenGrid<'v, T> {
-    let faces = grid.boundaries().to_vec();
+/// Sparse points as a [`StageLoop`] takes them: per set, the grid's name, each point's
+/// corners, and the sources' series or the receivers' interval.
+struct Sparse<T> {
+    sources: Vec<SourcePoints<T>>,
+    receivers: Vec<ReceiverPoints<T>>,
+}
+
+/// A source set: the grid's name, each source's corners and each source's series.
+type SourcePoints<T> = (String, Vec<Vec<Corner<T>>>, Vec<Vec<T>>);
+
+/// A receiver set: the grid's name, each receiver's corners and the interval.
+type ReceiverPoints<T> = (String, Vec<Vec<Corner<T>>>, usize);
+
+/// Runs `steps` steps of `job` on `backend`: the steps done, each receiver set's new samples
+/// and the backend's result.
+fn run_loop<T: Element>(
+    job: &mut StageLoop<'_, T>,
+    backend: &dyn Backend<T>,
+    schedule: &Schedule,
+    steps: usize,
+) -> (usize, Vec<Vec<Vec<T>>>, Result<()>) {
+    let result = backend.run_stages(job, schedule, steps);
+    let traces = job
+        .receivers_mut()
+        .iter_mut()
+        .map(|set| std::mem::take(&mut set.traces))
+        .collect();
+    (job.done(), traces, result)
+}
+
+/// The grid behind a loop grid.
+fn grid_of<'s, T: Element, const D: usize>(grid: &'s LoopGrid<'_, T, D>) -> &'s Grid<T, D> {
+    match grid {
+        LoopGrid::Read(g) => g,
+        LoopGrid::Write(g) => g,
+    }
+}
+
+/// A written grid as the loop sees it (on distributed grids, with the faces that apply on
+/// this rank).
+fn written<'v, T: Element, const D: usize>(
+    grid: &'v mut Grid<T, D>,
+    across: Option<&dyn StageDistribution<T, D>>,
+) -> WrittenGrid<'v, T> {
+    let faces = match across {
+        Some(across) => across.local_faces(grid.boundaries()).to_vec(),
+        None => grid.boundaries().to_vec(),
+    };
     let constant_faces_filled = grid.halo_filled();
     WrittenGrid {
         view: grid.time_loop_view(),

@@ -22,7 +22,9 @@
 use stencil::mpi::{Decomposition, Domain};
 use stencil::output::{Plane, VtiOptions, write_vti_to};
 use stencil::prelude::*;
-use stencil::{ErrorKind, Launch, Stencil, Steps};
+use stencil::{
+    CpuSchedule, ErrorKind, Launch, Receivers, Schedule, Sources, Stage, Stages, Stencil, Steps,
+};
 
 stencil! {
     /// The 7-point heat step, from the macro (generated loop).
@@ -31,6 +33,30 @@ stencil! {
         out[i, j, k] = c0 * u[i, j, k]
             + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
                   + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
+    }
+
+    /// Velocities (`vx` half a cell along `i`, `vy` along `j`) from the pressure gradient.
+    fn velocity2(p: &Grid2<f64>, vx: &Grid2<f64>, vy: &Grid2<f64>, b: &Grid2<f64>,
+                 vx_next: &mut Grid2<f64>, vy_next: &mut Grid2<f64>, dt: f64) {
+        vx_next[i, j] = vx[i, j] + dt * b[i, j] * (p[i+1, j] - p[i, j]);
+        vy_next[i, j] = vy[i, j] + dt * b[i, j] * (p[i, j+1] - p[i, j]);
+    }
+
+    /// Pressure from the divergence of the velocities.
+    fn pressure2(p: &Grid2<f64>, vx: &Grid2<f64>, vy: &Grid2<f64>, k: &Grid2<f64>,
+                 p_next: &mut Grid2<f64>, dt: f64) {
+        p_next[i, j] = p[i, j] + dt * k[i, j] * (vx[i, j] - vx[i-1, j] + vy[i, j] - vy[i, j-1]);
+    }
+
+    /// A Laplacian of `u` into a temporary, reaching two points along `i`.
+    fn lap2(u: &Grid2<f64>, l: &mut Grid2<f64>) {
+        l[i, j] = u[i-2, j] + u[i+1, j] + u[i, j-1] + u[i, j+1] - 4.0 * u[i, j];
+    }
+
+    /// A leapfrog step from the temporary: three time levels.
+    fn leap2(u: &Grid2<f64>, u_prev: &Grid2<f64>, l: &Grid2<f64>, u_next: &mut Grid2<f64>,
+             c: f64) {
+        u_next[i, j] = 2.0 * u[i, j] - u_prev[i, j] + c * (l[i, j] + 0.5 * l[i+1, j-1]);
     }
 }
 
@@ -906,6 +932,432 @@ fn errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
     }
 }
 
+/// Which loop of several kernels per step a stages case runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scheme {
+    /// Staggered velocity-pressure acoustics: two stages of radius 1, three chains, a
+    /// coefficient the loop exchanges and one given read only.
+    Acoustic,
+    /// A Laplacian of radius 2 into a temporary in no chain, then a leapfrog step of radius 1
+    /// reading it: a three-level chain.
+    Leapfrog,
+}
+
+impl Scheme {
+    /// The loop's grids: `(name, seed, written before read)`. Grids written before any read
+    /// start poisoned across ranks and random in one process.
+    fn grids(self) -> &'static [(&'static str, u64, bool)] {
+        match self {
+            Scheme::Acoustic => &[
+                ("p", 41, false),
+                ("p_next", 42, true),
+                ("vx", 43, false),
+                ("vx_next", 44, true),
+                ("vy", 45, false),
+                ("vy_next", 46, true),
+                ("b", 47, false),
+                ("k", 48, false),
+            ],
+            Scheme::Leapfrog => &[
+                ("u", 51, false),
+                ("u_prev", 52, false),
+                ("u_next", 53, true),
+                ("l", 54, true),
+            ],
+        }
+    }
+
+    /// The largest radius of a stage (the halo) and the sum of the stages' radii.
+    fn radii(self) -> (usize, usize) {
+        match self {
+            Scheme::Acoustic => (1, 2),
+            Scheme::Leapfrog => (2, 3),
+        }
+    }
+}
+
+/// The loop of `scheme` over `grids` (named as [`Scheme::grids`]), its sources on the grid
+/// the last stage writes, the first receiver set there and the second on the grid the first
+/// stage writes.
+fn stages_of<'g>(
+    scheme: Scheme,
+    grids: &'g mut [(&'static str, Grid2<f64>)],
+    sources: &'g Sources<f64, 2>,
+    receivers: &'g mut [Receivers<f64, 2>],
+) -> Stages<'g, f64, 2> {
+    let mut stages = Stages::new();
+    for (name, grid) in grids.iter_mut() {
+        stages = if *name == "k" {
+            stages.input(name, grid)
+        } else {
+            stages.grid(name, grid)
+        };
+    }
+    let [first, second] = receivers else {
+        unreachable!("two receiver sets")
+    };
+    match scheme {
+        Scheme::Acoustic => stages
+            .rotate(&["vx_next", "vx"])
+            .rotate(&["vy_next", "vy"])
+            .rotate(&["p_next", "p"])
+            .stage(Stage::new(velocity2::stencil()).param("dt", 0.3))
+            .stage(
+                Stage::new(pressure2::stencil())
+                    .bind("vx", "vx_next")
+                    .bind("vy", "vy_next")
+                    .param("dt", 0.25),
+            )
+            .sources("p_next", sources)
+            .receivers("p_next", first)
+            .receivers("vx_next", second),
+        Scheme::Leapfrog => stages
+            .rotate(&["u_next", "u", "u_prev"])
+            .stage(Stage::new(lap2::stencil()))
+            .stage(Stage::new(leap2::stencil()).param("c", 0.1))
+            .sources("u_next", sources)
+            .receivers("u_next", first)
+            .receivers("l", second),
+    }
+}
+
+/// Sparse positions for a domain cut at `cuts` (per dimension, the first global index of
+/// each part after the first): on and between points, on the global faces, and straddling
+/// every cut (corners on both sides), one of them twice.
+fn sparse_positions(shape: [usize; 2], cuts: &[Vec<usize>; 2]) -> [Vec<[f64; 2]>; 3] {
+    let n = shape.map(|x| x as f64);
+    let across = |d: usize| -> Vec<f64> {
+        let mut xs: Vec<f64> = cuts[d].iter().map(|&c| c as f64 - 0.5).collect();
+        if xs.is_empty() {
+            xs.push((n[d] / 2.0).floor() - 0.5);
+        }
+        xs
+    };
+    let mut straddling = Vec::new();
+    for &x in &across(0) {
+        for &y in &across(1) {
+            straddling.push([x, y + 0.25]);
+        }
+    }
+    let mut sources = straddling.clone();
+    sources.extend([
+        [0.0, 0.0],
+        [n[0] - 1.0, n[1] - 1.0],
+        [(n[0] / 3.0).floor() + 0.75, n[1] - 1.0],
+        [across(0)[0] + 0.5, 3.0],
+        straddling[0],
+    ]);
+    let mut every_step = sources.clone();
+    every_step.extend([[across(0)[0], 2.5], [1.5, across(1)[0] - 0.1]]);
+    let every_third = vec![
+        [across(0)[0] + 0.2, across(1)[0] - 0.1],
+        [(n[0] / 2.0).floor(), (n[1] / 2.0).floor()],
+        [0.5, n[1] - 1.5],
+    ];
+    [sources, every_step, every_third]
+}
+
+/// One stages case: `scheme` on `shape` with `faces`, over process grid `dims` with ghost
+/// depth `ghost` (with twice the reach, under a schedule blocking 4 steps in slabs of 2
+/// planes), 7 steps (run as 4, then 3 from step 4) against one process's loop of 7
+/// computed on every rank: each grid's owned box and its gathered interior, and every trace,
+/// bit for bit. Returns whether it ran (false: the layout cannot hold it).
+fn stages_case(
+    world: &impl stencil::mpi::bindings::traits::Communicator,
+    scheme: Scheme,
+    shape: [usize; 2],
+    faces: [[Boundary<f64>; 2]; 2],
+    dims: [usize; 2],
+    ghost: usize,
+) -> bool {
+    let (halo, _) = scheme.radii();
+    let case = Case {
+        shape,
+        dims,
+        radius: halo,
+        ghost,
+        faces,
+        steps: 7,
+    };
+    let what = format!("stages {scheme:?}: {}", case.describe());
+    if Decomposition::with_dims(shape, dims, halo.max(ghost)).is_err() {
+        return false;
+    }
+    let periodic = case.periodic();
+    let domain = Domain::<2>::builder(shape)
+        .halo(halo)
+        .ghost(ghost)
+        .periodic(periodic)
+        .process_grid(dims)
+        .build(world)
+        .unwrap();
+    let origin = domain.local_origin();
+    let decomposition = domain.decomposition();
+    let cuts: [Vec<usize>; 2] =
+        std::array::from_fn(|d| (1..dims[d]).map(|c| decomposition.start(d, c)).collect());
+    let [source_at, every_step, every_third] = sparse_positions(shape, &cuts);
+    let mut sources = Sources::new();
+    for (s, &position) in source_at.iter().enumerate() {
+        let series = (0..7)
+            .map(|t| value_at(60 + s as u64, [t as isize]) - 0.7)
+            .collect();
+        sources = sources.point(position, series);
+    }
+    let receivers = || {
+        vec![
+            Receivers::new(every_step.clone()),
+            Receivers::new(every_third.clone()).every(3),
+        ]
+    };
+    // One process, on every rank.
+    let mut global: Vec<(&'static str, Grid2<f64>)> = scheme
+        .grids()
+        .iter()
+        .map(|&(name, seed, _)| (name, one_grid(&case, halo, seed)))
+        .collect();
+    let mut one_traces = receivers();
+    let report = stages_of(scheme, &mut global, &sources, &mut one_traces)
+        .run(7)
+        .unwrap();
+    assert_eq!(report.steps, 7, "{what}");
+    // Across ranks: the same values at the same global points, the caller's beyond the global
+    // faces; grids written before they are read poisoned.
+    let mut local: Vec<(&'static str, Grid2<f64>)> = scheme
+        .grids()
+        .iter()
+        .map(|&(name, seed, written)| {
+            let mut grid = domain.grid::<f64>().unwrap();
+            set_faces(&mut grid, &faces);
+            set_caller_values(&mut grid, origin, shape, periodic, seed + 10);
+            if written {
+                domain.fill_with(&mut grid, |_| f64::NAN).unwrap();
+            } else {
+                domain.fill_with(&mut grid, |p| value(seed, p)).unwrap();
+            }
+            (name, grid)
+        })
+        .collect();
+    let mut traces = receivers();
+    domain.reset_stats();
+    // With two steps per exchange, blocked in time across both stages by the local loop.
+    let (_, reach) = scheme.radii();
+    let blocked = (ghost == 2 * reach).then_some(Schedule::Cpu(CpuSchedule {
+        time_depth: 4,
+        time_slab: 2,
+        ..CpuSchedule::default()
+    }));
+    fn scheduled<'g>(stages: Stages<'g, f64, 2>, blocked: Option<Schedule>) -> Stages<'g, f64, 2> {
+        match blocked {
+            Some(schedule) => stages.schedule(schedule),
+            None => stages,
+        }
+    }
+    let first = scheduled(
+        stages_of(scheme, &mut local, &sources, &mut traces),
+        blocked,
+    )
+    .across(&domain)
+    .run(4)
+    .unwrap();
+    let rest = scheduled(
+        stages_of(scheme, &mut local, &sources, &mut traces),
+        blocked,
+    )
+    .across(&domain)
+    .first_step(4)
+    .run(3)
+    .unwrap();
+    assert_eq!((first.steps, rest.steps), (4, 3), "{what}");
+    let exchanges = domain.stats().exchanges;
+    if ghost >= reach {
+        // The chains' earlier levels before every chunk (the coefficient `b` once per call).
+        let levels = if scheme == Scheme::Acoustic { 3 } else { 2 };
+        let chunks = 4usize.div_ceil(ghost / reach) + 3usize.div_ceil(ghost / reach);
+        let coefficients = if scheme == Scheme::Acoustic { 2 } else { 0 };
+        assert_eq!(exchanges, levels * chunks + coefficients, "{what}");
+    } else {
+        // Before each call, then after each stage the grids it wrote that a stage reads.
+        let (before, per_step) = match scheme {
+            Scheme::Acoustic => (3 + 1, 3),
+            Scheme::Leapfrog => (2, 2),
+        };
+        assert_eq!(exchanges, 2 * before + 7 * per_step, "{what}");
+    }
+    let (lo, hi) = domain.owned_local();
+    for ((name, got), (_, want)) in local.iter().zip(&global) {
+        for i in lo[0]..hi[0] {
+            for j in lo[1]..hi[1] {
+                let g = [
+                    (origin[0] + i as isize) as usize,
+                    (origin[1] + j as isize) as usize,
+                ];
+                assert!(
+                    got[[i, j]].to_bits() == want[g].to_bits(),
+                    "{what}: `{name}` at global {g:?} on rank {}: {} against one process's {}",
+                    domain.rank(),
+                    got[[i, j]],
+                    want[g]
+                );
+            }
+        }
+        if let Some(whole) = domain.gather(got).unwrap() {
+            for i in 0..shape[0] {
+                for j in 0..shape[1] {
+                    assert!(
+                        whole[[i, j]].to_bits() == want[[i, j]].to_bits(),
+                        "{what}: gathered `{name}` at {:?}",
+                        [i, j]
+                    );
+                }
+            }
+        }
+    }
+    for (set, (got, want)) in traces.iter().zip(&one_traces).enumerate() {
+        assert_eq!(got.traces().len(), want.traces().len(), "{what}");
+        for (r, (a, b)) in got.traces().iter().zip(want.traces()).enumerate() {
+            let bits = |t: &[f64]| t.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(a) == bits(b) && !a.is_empty(),
+                "{what}: receiver {r} of set {set} on rank {}: {a:?} against one process's {b:?}",
+                domain.rank()
+            );
+        }
+    }
+    true
+}
+
+/// Loops of stages across ranks that cannot run fail on every rank alike, never hang, and a
+/// correct loop runs right afterwards.
+fn stages_errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
+    let ranks = world.size() as usize;
+    let shape = [8 * ranks, 9];
+    let build = |ghost: usize| {
+        Domain::<2>::builder(shape)
+            .halo(2)
+            .ghost(ghost)
+            .process_grid([ranks, 1])
+            .build(world)
+            .unwrap()
+    };
+    let grids = |domain: &Domain<2>| -> Vec<(&'static str, Grid2<f64>)> {
+        Scheme::Leapfrog
+            .grids()
+            .iter()
+            .map(|&(name, seed, _)| {
+                let mut grid = domain.grid::<f64>().unwrap();
+                grid.set_boundary(Boundary::ZeroGradient);
+                domain.fill_with(&mut grid, |p| value(seed, p)).unwrap();
+                (name, grid)
+            })
+            .collect()
+    };
+    let series = vec![1.0; 4];
+    let run = |domain: &Domain<2>,
+               grids: &mut Vec<(&'static str, Grid2<f64>)>,
+               source: [f64; 2],
+               receiver: [f64; 2]| {
+        let sources = Sources::new().point(source, series.clone());
+        let mut receivers = vec![
+            Receivers::new(vec![receiver]),
+            Receivers::new(vec![[1.0, 1.0]]),
+        ];
+        stages_of(Scheme::Leapfrog, grids, &sources, &mut receivers)
+            .across(domain)
+            .run(4)
+    };
+    let last = ranks - 1;
+    let rank = world.rank() as usize;
+    // A ghost zone shallower than a step's reach (3) but not 0.
+    let domain = build(2);
+    let mut g = grids(&domain);
+    let e = run(&domain, &mut g, [1.0, 1.0], [1.0, 1.0]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
+    assert!(e.to_string().contains("sum of their radii"), "{e}");
+    let domain = build(0);
+    let mut g = grids(&domain);
+    // A position outside the global interior (inside a rank's shape on none).
+    let outside = [shape[0] as f64 - 0.5, 1.0];
+    let e = run(&domain, &mut g, outside, [1.0, 1.0]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
+    assert!(e.to_string().contains("outside the interior"), "{e}");
+    // A receiver position given differently on the last rank.
+    let mine = if rank == last { [2.0, 1.0] } else { [1.0, 1.0] };
+    let disagreeing = run(&domain, &mut g, [1.0, 1.0], mine);
+    if ranks > 1 {
+        let e = disagreeing.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
+        assert!(e.to_string().contains("the ranks disagree"), "{e}");
+    } else {
+        disagreeing.unwrap();
+    }
+    // Boundary conditions given differently on the last rank (exchanges would follow
+    // different plans).
+    let mut faces = g.clone();
+    if rank == last {
+        faces[0].1.set_boundary(Boundary::Dirichlet(0.5));
+    }
+    let disagreeing = run(&domain, &mut faces, [1.0, 1.0], [1.0, 1.0]);
+    if ranks > 1 {
+        let e = disagreeing.unwrap_err();
+        assert!(e.to_string().contains("the ranks disagree"), "{e}");
+    } else {
+        disagreeing.unwrap();
+    }
+    // A grid of another shape on the last rank only.
+    let mut wrong = g.clone();
+    if rank == last {
+        wrong[0].1 = Grid2::<f64>::with_halo([3, 3], 2).unwrap();
+        wrong[0].1.set_boundary(Boundary::ZeroGradient);
+    }
+    let e = run(&domain, &mut wrong, [1.0, 1.0], [1.0, 1.0]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch, "{e}");
+    if rank != last {
+        assert!(
+            e.to_string().contains(&format!("rank {last} refused")),
+            "{e}"
+        );
+    }
+    // And a correct loop runs.
+    run(&domain, &mut g, [1.0, 1.0], [1.0, 1.0]).unwrap();
+}
+
+/// Every stages case over every process grid of the rank count: two schemes, every kind of
+/// face, ghost depths of 0, the reach and twice the reach (and one between). Returns the
+/// cases run and refused.
+fn stages_cases(world: &impl stencil::mpi::bindings::traits::Communicator) -> (usize, usize) {
+    use Boundary::*;
+    let ranks = world.size() as usize;
+    let (mut ran, mut refused) = (0, 0);
+    let kinds = [Dirichlet(0.75), ZeroGradient, Reflect, UserManaged];
+    for scheme in [Scheme::Acoustic, Scheme::Leapfrog] {
+        let (_, reach) = scheme.radii();
+        let shape = match scheme {
+            Scheme::Acoustic => [25, 23],
+            Scheme::Leapfrog => [27, 26],
+        };
+        let mut faces: Vec<[[Boundary<f64>; 2]; 2]> = (0..kinds.len())
+            .map(|n| {
+                let (a, b) = (kinds[n], kinds[(n + 1) % kinds.len()]);
+                [[a, b], [b, a]]
+            })
+            .collect();
+        faces.push([[Periodic; 2], [Reflect, Dirichlet(-0.5)]]);
+        faces.push([[Periodic; 2], [Periodic; 2]]);
+        for ghost in [0, reach, reach + 1, 2 * reach] {
+            for dims in process_grids::<2>(ranks) {
+                for &f in &faces {
+                    if stages_case(world, scheme, shape, f, dims, ghost) {
+                        ran += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+    }
+    (ran, refused)
+}
+
 fn main() {
     let universe = stencil::mpi::initialize().unwrap();
     let world = universe.world();
@@ -996,7 +1448,14 @@ fn main() {
     core_shares(&world);
     shared_tuning(&world);
     errors(&world);
+    let (stage_cases, stage_refused) = stages_cases(&world);
+    stages_errors(&world);
     if rank == 0 {
+        println!(
+            "mpi stages: {stage_cases} loops of stages with sources and receivers bit-identical \
+             to one process on {ranks} ranks ({stage_refused} layouts refused as they must be); \
+             their errors agreed on every rank"
+        );
         println!(
             "mpi: {ran} cases bit-identical to one process on {ranks} ranks ({refused} layouts \
              refused as they must be); macro kernel, overlap, parallel plane files, scatter \

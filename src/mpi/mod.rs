@@ -106,6 +106,7 @@ mod exchange;
 mod output;
 mod plan;
 mod scatter;
+mod stages;
 mod stats;
 mod steps;
 mod tuning;
