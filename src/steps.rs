@@ -534,7 +534,13 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                         }
                         None => {
                             across.exchange_grids(kernel, &rotation, &mut self.grids, false)?;
-                            self.run_chunk(&rotation, &params, backend, &tuning.schedule, [done, chunk])
+                            self.run_chunk(
+                                &rotation,
+                                &params,
+                                backend,
+                                &tuning.schedule,
+                                [done, chunk],
+                            )
                         }
                     }
                 }
@@ -822,7 +828,8 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                     _ => Some(LoopGrid::Read(&*copy)),
                 })
                 .collect();
-            let (_, result) = shadow.run_chunk(rotation, params, backend, schedule, [0, trial_steps]);
+            let (_, result) =
+                shadow.run_chunk(rotation, params, backend, schedule, [0, trial_steps]);
             result.is_ok()
         };
         tuning::choose_steps(

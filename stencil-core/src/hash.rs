@@ -443,10 +443,11 @@ mod tests {
             b.finish()
         };
         use crate::ir::Expr;
-        let hashes: Vec<KernelHash> = [Expr::Index(0), Expr::Index(1), Expr::Step, Expr::Const(0.0)]
-            .into_iter()
-            .map(|node| structural_hash(&kernel(Some(node)).unwrap()))
-            .collect();
+        let hashes: Vec<KernelHash> =
+            [Expr::Index(0), Expr::Index(1), Expr::Step, Expr::Const(0.0)]
+                .into_iter()
+                .map(|node| structural_hash(&kernel(Some(node)).unwrap()))
+                .collect();
         for (a, x) in hashes.iter().enumerate() {
             for y in &hashes[a + 1..] {
                 assert_ne!(x, y);

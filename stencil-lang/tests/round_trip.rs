@@ -327,5 +327,8 @@ fn index_values_and_the_step_round_trip() {
     assert!(text.contains("step()"), "{text}");
     let back = round_trip(&k);
     assert!(back.reads_indices() && back.reads_step());
-    assert_eq!(structural_hash(&simplify(&back)), structural_hash(&simplify(&k)));
+    assert_eq!(
+        structural_hash(&simplify(&back)),
+        structural_hash(&simplify(&k))
+    );
 }

@@ -8,8 +8,8 @@
 
 use stencil::prelude::*;
 use stencil::{
-    Backend, CpuBackend, CpuSchedule, CpuStores, EmulatedGpu, Element, Schedule, Stage,
-    Stages, Stencil, Steps, interp,
+    Backend, CpuBackend, CpuSchedule, CpuStores, Element, EmulatedGpu, Schedule, Stage, Stages,
+    Stencil, Steps, interp,
 };
 use stencil_test_support::Rng;
 use stencil_test_support::grid::{fill_random, poison};
@@ -194,7 +194,11 @@ fn index_and_step_values_match_the_formula_and_the_interpreter_on_every_cpu_sche
             for p in points(shape) {
                 let expected = coords2_at(&u, p, 0.75, step);
                 let found = out.get(signed(p)).unwrap();
-                assert_eq!(found.to_bits(), expected.to_bits(), "{shape:?} {schedule:?} {p:?}");
+                assert_eq!(
+                    found.to_bits(),
+                    expected.to_bits(),
+                    "{shape:?} {schedule:?} {p:?}"
+                );
             }
         }
     }
@@ -214,7 +218,11 @@ fn index_and_step_values_match_the_formula_and_the_interpreter_on_every_cpu_sche
             for i in 0..len {
                 let expected = coords1_at(&u, i, step);
                 let found = out.get([i as isize]).unwrap();
-                assert_eq!(found.to_bits(), expected.to_bits(), "{len} {schedule:?} {i}");
+                assert_eq!(
+                    found.to_bits(),
+                    expected.to_bits(),
+                    "{len} {schedule:?} {i}"
+                );
             }
         }
     }
@@ -242,8 +250,13 @@ fn reductions_over_index_values_match_the_interpreter_on_both_paths() {
         let step = 3;
         let views = [u.view()];
         let mut no_outputs: [stencil::FieldViewMut<'_, f64>; 0] = [];
-        let expected =
-            interp::run_at_step(coord_sum::stencil().kernel(), &views, &mut no_outputs, &[], step);
+        let expected = interp::run_at_step(
+            coord_sum::stencil().kernel(),
+            &views,
+            &mut no_outputs,
+            &[],
+            step,
+        );
         for schedule in sweep_schedules() {
             for threads in [1, 2] {
                 let backend = CpuBackend::new(threads).unwrap();
@@ -254,7 +267,11 @@ fn reductions_over_index_values_match_the_interpreter_on_both_paths() {
                     .at_step(step)
                     .run()
                     .unwrap();
-                assert_eq!(sum.value().to_bits(), expected[0].to_bits(), "{shape:?} {schedule:?}");
+                assert_eq!(
+                    sum.value().to_bits(),
+                    expected[0].to_bits(),
+                    "{shape:?} {schedule:?}"
+                );
             }
         }
     }
@@ -264,7 +281,13 @@ fn reductions_over_index_values_match_the_interpreter_on_both_paths() {
 /// refreshed, the grids swapped.
 fn coords3_plain(u: &mut Grid3<f64>, out: &mut Grid3<f64>, steps: usize, first: u64) {
     for s in 0..steps {
-        let expected = interp_at(coords3::stencil(), &[u], out, &[0.15, 0.3], first + s as u64);
+        let expected = interp_at(
+            coords3::stencil(),
+            &[u],
+            out,
+            &[0.15, 0.3],
+            first + s as u64,
+        );
         *out = expected;
         out.update_halo();
         std::mem::swap(u, out);
@@ -378,14 +401,23 @@ fn stages_with_a_time_dependent_source_match_the_plain_loop_from_any_first_step(
         let mut u_next = Grid2::<f64>::with_halo(shape, 1).unwrap();
         for s in 0..steps {
             let step = (first + s) as u64;
-            forced_euler(&u, &mut tmp, a, dt).at_step(step).run().unwrap();
-            forced_heun(&u, &tmp, &mut u_next, a).at_step(step).run().unwrap();
+            forced_euler(&u, &mut tmp, a, dt)
+                .at_step(step)
+                .run()
+                .unwrap();
+            forced_heun(&u, &tmp, &mut u_next, a)
+                .at_step(step)
+                .run()
+                .unwrap();
             std::mem::swap(&mut u, &mut u_next);
         }
         let expected = u;
-        for (depth, slab, threads, generic) in
-            [(1, 0, 1, false), (2, 5, 2, false), (4, 3, 2, true), (3, 0, 1, false)]
-        {
+        for (depth, slab, threads, generic) in [
+            (1, 0, 1, false),
+            (2, 5, 2, false),
+            (4, 3, 2, true),
+            (3, 0, 1, false),
+        ] {
             let backend = CpuBackend::new(threads).unwrap();
             let mut u = initial.clone();
             let mut tmp = Grid2::<f64>::with_halo(shape, 1).unwrap();
@@ -413,7 +445,11 @@ fn stages_with_a_time_dependent_source_match_the_plain_loop_from_any_first_step(
                 }))
                 .run(steps)
                 .unwrap();
-            same_interior(&u, &expected, &format!("first {first}, depth {depth}, slab {slab}"));
+            same_interior(
+                &u,
+                &expected,
+                &format!("first {first}, depth {depth}, slab {slab}"),
+            );
         }
     }
 }
@@ -444,7 +480,13 @@ fn kernels_from_text_read_indices_and_the_step() {
     }
     // The printer's kernel source reads the same values back.
     let source = stencil::random::to_macro_source(stencil.kernel());
-    let again = stencil::parse::<f64>(&source).unwrap();
+    let inner = source
+        .trim()
+        .strip_prefix("stencil!")
+        .and_then(|rest| rest.trim().strip_prefix('{'))
+        .and_then(|rest| rest.strip_suffix('}'))
+        .unwrap();
+    let again = stencil::parse::<f64>(inner).unwrap();
     assert_eq!(again.kernel(), stencil.kernel(), "{source}");
 }
 
@@ -494,7 +536,10 @@ fn the_ptx_emulator_reads_indices_and_the_step() {
         // The emulator's `sin` is the PTX library's, not the interpreter's: within a few ulps.
         for p in points(shape) {
             let (x, y) = (out.get(signed(p)).unwrap(), oracle.get(signed(p)).unwrap());
-            assert!((x - y).abs() <= 1e-14 * (1.0 + y.abs()), "{schedule:?} {p:?}: {x} {y}");
+            assert!(
+                (x - y).abs() <= 1e-14 * (1.0 + y.abs()),
+                "{schedule:?} {p:?}: {x} {y}"
+            );
         }
     }
     let emulated32: &dyn Backend<f32> = &emulated;
@@ -511,7 +556,11 @@ fn the_ptx_emulator_reads_indices_and_the_step() {
             .unwrap();
         for p in points([5, 11]) {
             let expected = coords2_at(&v, p, 0.5, 3);
-            assert_eq!(out.get(signed(p)).unwrap().to_bits(), expected.to_bits(), "{schedule:?}");
+            assert_eq!(
+                out.get(signed(p)).unwrap().to_bits(),
+                expected.to_bits(),
+                "{schedule:?}"
+            );
         }
     }
 }

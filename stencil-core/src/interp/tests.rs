@@ -350,7 +350,13 @@ fn index_values_and_the_step_number_are_the_point_s_indices_and_the_run_s_step()
     // A job's step: 0 unless set.
     let stencil = Stencil::<f32>::new(kernel).unwrap();
     let mut output = TestGrid::filled(&[4, 7], 1, -1.0f32);
-    let mut job = Job::new(&stencil, vec![input.view()], vec![output.view_mut()], vec![]).unwrap();
+    let mut job = Job::new(
+        &stencil,
+        vec![input.view()],
+        vec![output.view_mut()],
+        vec![],
+    )
+    .unwrap();
     assert_eq!(job.step(), 0);
     job.set_step(5);
     run_job(&mut job);

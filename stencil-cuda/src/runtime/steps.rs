@@ -279,13 +279,13 @@ impl CudaDevice {
             && kernel.outputs().count() == 1
             && !kernel.reads_step()
             && !kernel.reads_indices())
-            .then(|| (chains[0][0].index(), chains[0][1].index()))
-            .filter(|&(o, u)| {
-                let constant =
-                    |f: [[Boundary<T>; 2]; D]| f.iter().flatten().all(|b| !b.depends_on_interior());
-                faces_of(o) == faces_of(u) && constant(faces_of(o))
-            })
-            .map(|(output, input)| FusedPair { output, input });
+        .then(|| (chains[0][0].index(), chains[0][1].index()))
+        .filter(|&(o, u)| {
+            let constant =
+                |f: [[Boundary<T>; 2]; D]| f.iter().flatten().all(|b| !b.depends_on_interior());
+            faces_of(o) == faces_of(u) && constant(faces_of(o))
+        })
+        .map(|(output, input)| FusedPair { output, input });
         let mut launches = Launches {
             slots,
             rings: chains

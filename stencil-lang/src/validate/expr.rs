@@ -142,7 +142,10 @@ impl Context<'_> {
     /// The message for `name`, which is no parameter, grid, temporary or index variable of
     /// the kernel; where it is an index variable of a kernel with more dimensions, it says so.
     fn unknown_name_message(&self, name: &str) -> String {
-        if default_names(stencil_core::MAX_DIMS).iter().any(|n| n == name) {
+        if default_names(stencil_core::MAX_DIMS)
+            .iter()
+            .any(|n| n == name)
+        {
             format!(
                 "unknown name `{name}`: the kernel is {}-dimensional, its index variables are `{}`",
                 self.n_dims,

@@ -60,15 +60,12 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
     }
     .unzip();
     let reducing = plan.n_outputs > plan.n_grids;
-    let mut jammed: Vec<usize> = if kernel.n_dims >= 2
-        && retimed_fn.is_none()
-        && !reducing
-        && !positional
-    {
-        JAMMED_ROWS.to_vec()
-    } else {
-        Vec::new()
-    };
+    let mut jammed: Vec<usize> =
+        if kernel.n_dims >= 2 && retimed_fn.is_none() && !reducing && !positional {
+            JAMMED_ROWS.to_vec()
+        } else {
+            Vec::new()
+        };
     jammed.sort_unstable_by(|a, b| b.cmp(a));
     let outputs: Vec<Ident> = (0..plan.n_outputs).map(|k| ident("__out", k)).collect();
     let mut forms = Vec::new();
@@ -333,7 +330,11 @@ fn block_functions(
         }
     }
     let n_lead = proc_macro2::Literal::usize_unsuffixed(pf.len());
-    if let Some(Position { params: pos_params, args: pos_args }) = Position::of(kernel) {
+    if let Some(Position {
+        params: pos_params,
+        args: pos_args,
+    }) = Position::of(kernel)
+    {
         let body = quote! {
             let n = args.len();
             #first
