@@ -528,7 +528,7 @@ fn the_ptx_emulator_reads_indices_and_the_step() {
         poison(&mut out, POISON);
         coords3(&u, &mut out, 0.2, 0.1)
             .on(backend)
-            .schedule(schedule.clone())
+            .schedule(schedule)
             .at_step(6)
             .run()
             .unwrap();
@@ -550,7 +550,7 @@ fn the_ptx_emulator_reads_indices_and_the_step() {
         poison(&mut out, POISON as f32);
         coords2(&v, &mut out, 0.5)
             .on(emulated32)
-            .schedule(schedule.clone())
+            .schedule(schedule)
             .at_step(3)
             .run()
             .unwrap();

@@ -338,10 +338,13 @@ fn index_values_and_the_step_number_are_the_point_s_indices_and_the_run_s_step()
     let input = TestGrid::<f32>::random(&[4, 7], 1, &mut rng);
     for step in [0u64, 1, 9] {
         let mut output = TestGrid::filled(&[4, 7], 1, -1.0f32);
-        let views = [input.view()];
-        let mut outs = [output.view_mut()];
-        run_at_step(&kernel, &views, &mut outs, &[], step);
-        drop(outs);
+        run_at_step(
+            &kernel,
+            &[input.view()],
+            &mut [output.view_mut()],
+            &[],
+            step,
+        );
         for p in interior_points(&[4, 7]) {
             let expected = input.get(&p) + 10.0 * p[0] as f32 - p[1] as f32 * step as f32;
             assert_eq!(output.get(&p), expected, "step {step} at {p:?}");
@@ -350,16 +353,17 @@ fn index_values_and_the_step_number_are_the_point_s_indices_and_the_run_s_step()
     // A job's step: 0 unless set.
     let stencil = Stencil::<f32>::new(kernel).unwrap();
     let mut output = TestGrid::filled(&[4, 7], 1, -1.0f32);
-    let mut job = Job::new(
-        &stencil,
-        vec![input.view()],
-        vec![output.view_mut()],
-        vec![],
-    )
-    .unwrap();
-    assert_eq!(job.step(), 0);
-    job.set_step(5);
-    run_job(&mut job);
-    drop(job);
+    {
+        let mut job = Job::new(
+            &stencil,
+            vec![input.view()],
+            vec![output.view_mut()],
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(job.step(), 0);
+        job.set_step(5);
+        run_job(&mut job);
+    }
     assert_eq!(output.get(&[3, 6]), input.get(&[3, 6]) + 30.0 - 30.0);
 }
