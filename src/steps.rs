@@ -439,7 +439,7 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     ///   rotation that names no chain, a field that is not in the kernel, an input first or
     ///   an output after the first entry of a chain, a field twice; a rotating grid or an
     ///   output bound read-only (use [`grid`](Self::grid)); a callback interval of 0; a
-    ///   kernel that reads its point's indices run [`across`](Self::across) MPI ranks (each
+    ///   kernel that reads its point's indices run `across` MPI ranks (feature `mpi`; each
     ///   rank would see its own box's indices, not the global ones). (An unknown
     ///   `STENCIL_TUNE` is no error: it warns once and means the default policy.)
     /// - [`ErrorKind::DimensionMismatch`], [`ErrorKind::ShapeMismatch`]: grids of another

@@ -69,7 +69,7 @@ pub enum VerifyErrorKind {
     },
     /// An offset has a non-zero entry at or beyond `n_dims`.
     OffsetBeyondDimensions,
-    /// An index value ([`Expr::Index`](crate::Expr::Index)) names dimension `.0`, at or
+    /// An index value ([`Expr::Index`]) names dimension `.0`, at or
     /// beyond `n_dims`.
     IndexBeyondDimensions(usize),
     /// A `let` is used before (or without) the statement that defines it.
