@@ -33,6 +33,8 @@ pub struct Launch<'g, T: Element, const D: usize> {
     schedule: Option<Schedule>,
     tune: TuneSettings,
     error: Option<Error>,
+    /// The step number the kernel reads as `step()` (see `at_step`).
+    step: u64,
 }
 
 impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
@@ -50,6 +52,7 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             schedule: None,
             tune: TuneSettings::default(),
             error: None,
+            step: 0,
         };
         if kernel.n_dims != D {
             launch.error = Some(Error::new(
@@ -221,6 +224,13 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
         self
     }
 
+    /// Runs the kernel as step number `step`: the value it reads as `step()` (0 unless set),
+    /// as a time loop's step `step` would. A kernel that reads no step ignores it.
+    pub fn at_step(mut self, step: u64) -> Self {
+        self.step = step;
+        self
+    }
+
     /// Validates the call and runs it; then fills every output's halo per its boundaries and
     /// stores every reduction's result in its target (see [`stencil_core::reduce`] for the
     /// order a reduction combines in: the same bits whatever the schedule and thread count).
@@ -253,6 +263,7 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
     /// # Errors
     /// As [`run`](Self::run).
     pub fn run_with_report(self) -> Result<TuneReport> {
+        let step = self.step;
         let Bound {
             stencil,
             inputs,
@@ -270,6 +281,7 @@ impl<'g, T: Element, const D: usize> Launch<'g, T, D> {
             // Backends write interior points only, so the outputs' halos keep their values.
             let output_views = outputs.iter_mut().map(|g| g.kernel_output_view()).collect();
             let mut job = Job::new(stencil, input_views, output_views, params)?;
+            job.set_step(step);
             let report = tuning::schedule_for(backend, &mut job, schedule, &tune)?;
             job.clear_reductions();
             backend.run(&mut job, &report.schedule)?;

@@ -438,8 +438,10 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
     /// - [`ErrorKind::BadArgument`]: a grid or parameter unbound, unknown or given twice; a
     ///   rotation that names no chain, a field that is not in the kernel, an input first or
     ///   an output after the first entry of a chain, a field twice; a rotating grid or an
-    ///   output bound read-only (use [`grid`](Self::grid)); a callback interval of 0. (An
-    ///   unknown `STENCIL_TUNE` is no error: it warns once and means the default policy.)
+    ///   output bound read-only (use [`grid`](Self::grid)); a callback interval of 0; a
+    ///   kernel that reads its point's indices run `across` MPI ranks (feature `mpi`; each
+    ///   rank would see its own box's indices, not the global ones). (An unknown
+    ///   `STENCIL_TUNE` is no error: it warns once and means the default policy.)
     /// - [`ErrorKind::DimensionMismatch`], [`ErrorKind::ShapeMismatch`]: grids of another
     ///   dimension count or interior shape than the kernel's or each other's.
     /// - [`ErrorKind::HaloTooNarrow`]: a grid's halo is narrower than its own reach, the rule
@@ -458,6 +460,16 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
         let stencil = self.stencil;
         let kernel = stencil.kernel();
         let rotation = Rotation::new(kernel, &self.chains)?;
+        if self.across.is_some() && kernel.reads_indices() {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "kernel `{}` reads its point's indices, which a loop across MPI ranks does \
+                     not give as global indices: bind a coefficient grid instead",
+                    kernel.name
+                ),
+            ));
+        }
         let params = self.bound_params()?;
         self.check_grids(&rotation)?;
         let backend: &dyn Backend<T> = match self.backend {
@@ -498,7 +510,12 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                 })
                 .min(per_exchange);
             let timer = Instant::now();
-            let overlap = done > 0 && per_exchange == 1 && backend.capabilities().regions;
+            // The overlapped step runs its own jobs, at step 0: a kernel that reads the step
+            // takes the exchange-then-step path.
+            let overlap = done > 0
+                && per_exchange == 1
+                && backend.capabilities().regions
+                && !kernel.reads_step();
             let result = match self.across {
                 Some(across) if overlap => {
                     match across.overlapped_step(
@@ -517,15 +534,23 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                         }
                         None => {
                             across.exchange_grids(kernel, &rotation, &mut self.grids, false)?;
-                            self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk)
+                            self.run_chunk(
+                                &rotation,
+                                &params,
+                                backend,
+                                &tuning.schedule,
+                                [done, chunk],
+                            )
                         }
                     }
                 }
                 Some(across) => {
                     across.exchange_grids(kernel, &rotation, &mut self.grids, done == 0)?;
-                    self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk)
+                    self.run_chunk(&rotation, &params, backend, &tuning.schedule, [done, chunk])
                 }
-                None => self.run_chunk(&rotation, &params, backend, &tuning.schedule, chunk),
+                None => {
+                    self.run_chunk(&rotation, &params, backend, &tuning.schedule, [done, chunk])
+                }
             };
             seconds += timer.elapsed().as_secs_f64();
             let ran = match result {
@@ -581,19 +606,20 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
         })
     }
 
-    /// Runs `steps` steps from the grids as they are, then rotates them so their names hold
-    /// what they should and refreshes their halos: the steps done and the backend's result.
+    /// Runs `steps` steps from the grids as they are, numbered from `first` (the steps done
+    /// before), then rotates them so their names hold what they should and refreshes their
+    /// halos: the steps done and the backend's result.
     fn run_chunk(
         &mut self,
         rotation: &Rotation,
         params: &[T],
         backend: &dyn Backend<T>,
         schedule: &Schedule,
-        steps: usize,
+        [first, steps]: [usize; 2],
     ) -> (usize, Result<()>) {
         let (done, result) = {
             let mut job = match self.job(rotation, params) {
-                Ok(job) => job,
+                Ok(job) => job.from_step(first),
                 Err(e) => return (0, Err(e)),
             };
             let result = backend.run_steps(&mut job, schedule, steps);
@@ -802,7 +828,8 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
                     _ => Some(LoopGrid::Read(&*copy)),
                 })
                 .collect();
-            let (_, result) = shadow.run_chunk(rotation, params, backend, schedule, trial_steps);
+            let (_, result) =
+                shadow.run_chunk(rotation, params, backend, schedule, [0, trial_steps]);
             result.is_ok()
         };
         tuning::choose_steps(

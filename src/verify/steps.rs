@@ -7,7 +7,7 @@
 //! step writes poisoned, then a few step counts (1, 2, 3, 5: counts that blocking depths do
 //! not divide; 5 alone on the shapes that reach the CPU backend's thread pool, which only
 //! backends that run on several threads get: see `default_shapes`). The oracle runs
-//! [`interp::run`] step after step, fills each written grid's halo from its boundary
+//! [`interp::run_at_step`] step after step (step `n` reading `step()` as `n`), fills each written grid's halo from its boundary
 //! conditions and rotates the grids as the time loop documents. Every grid, interior and halo,
 //! must match it (bit for bit where the backend computes the interpreter's bits, else within
 //! [`VerifyConfig::tolerance_eps`]), and no poison may remain.
@@ -215,7 +215,7 @@ fn oracle<T: Element, const D: usize>(
             .unwrap_or_else(|| unreachable!("verify_steps: rotation checked"))
             .index()
     };
-    for _ in 0..steps {
+    for step in 0..steps {
         {
             let (inputs, outputs): (Vec<(usize, &mut Grid<T, D>)>, Vec<_>) = grids
                 .iter_mut()
@@ -227,7 +227,7 @@ fn oracle<T: Element, const D: usize>(
                 .iter_mut()
                 .map(|(_, g)| g.kernel_output_view())
                 .collect();
-            interp::run(kernel, &views, &mut out_views, params);
+            interp::run_at_step(kernel, &views, &mut out_views, params, step as u64);
         }
         for (g, field) in grids.iter_mut().zip(&kernel.fields) {
             if field.role == Role::Output {

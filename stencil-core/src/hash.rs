@@ -133,6 +133,11 @@ fn encode_expr(h: &mut Fnv1a128, expr: &Expr, id: &dyn Fn(&mut Fnv1a128, ExprId)
             h.u8(3);
             h.len(var.index());
         }
+        Expr::Index(dim) => {
+            h.u8(12);
+            h.len(dim);
+        }
+        Expr::Step => h.u8(13),
         Expr::Unary { op, arg } => {
             h.u8(4);
             h.u8(unary_tag(op));
@@ -418,5 +423,41 @@ mod tests {
             "000000000000000000000000000000ab"
         );
         assert_eq!(KernelHash(u128::MAX).low_u64(), u64::MAX);
+    }
+
+    #[test]
+    fn index_values_and_the_step_hash_apart_and_the_verifier_checks_their_dimension() {
+        let kernel = |node: Option<crate::ir::Expr>| {
+            let mut b = KernelBuilder::new("k", 2, ElemType::F64);
+            let u = b.input("u");
+            let out = b.output("out");
+            let read = b.read(u, &[0, 0]);
+            let value = match node {
+                Some(node) => {
+                    let extra = b.expr(node);
+                    b.add(read, extra)
+                }
+                None => read,
+            };
+            b.store(out, value);
+            b.finish()
+        };
+        use crate::ir::Expr;
+        let hashes: Vec<KernelHash> =
+            [Expr::Index(0), Expr::Index(1), Expr::Step, Expr::Const(0.0)]
+                .into_iter()
+                .map(|node| structural_hash(&kernel(Some(node)).unwrap()))
+                .collect();
+        for (a, x) in hashes.iter().enumerate() {
+            for y in &hashes[a + 1..] {
+                assert_ne!(x, y);
+            }
+        }
+        let errors = kernel(Some(Expr::Index(2))).unwrap_err();
+        assert!(errors.to_string().contains("dimension 2"), "{errors}");
+        let printed = crate::printer::print(&kernel(Some(Expr::Index(1))).unwrap());
+        assert!(printed.contains("index j"), "{printed}");
+        let printed = crate::printer::print(&kernel(Some(Expr::Step)).unwrap());
+        assert!(printed.contains("= step"), "{printed}");
     }
 }

@@ -27,6 +27,8 @@ pub struct Job<'a, T: Element> {
     reduced: Vec<Option<T>>,
     /// The box of interior points to compute (`lo[d]..hi[d]`), when not the whole interior.
     region: Option<([usize; crate::ir::MAX_DIMS], [usize; crate::ir::MAX_DIMS])>,
+    /// The step number the kernel reads as `step()` ([`Expr::Step`](crate::Expr::Step)).
+    step: u64,
 }
 
 impl<'a, T: Element> Job<'a, T> {
@@ -168,7 +170,20 @@ impl<'a, T: Element> Job<'a, T> {
             params,
             reduced: vec![None; kernel.reductions.len()],
             region: None,
+            step: 0,
         })
+    }
+
+    /// Sets the step number the kernel reads as `step()`
+    /// ([`Expr::Step`](crate::Expr::Step)): 0 for a new job; a time loop sets each step's
+    /// number on its job, and every backend passes it to the kernel.
+    pub fn set_step(&mut self, step: u64) {
+        self.step = step;
+    }
+
+    /// The step number the kernel reads (see [`set_step`](Self::set_step)).
+    pub fn step(&self) -> u64 {
+        self.step
     }
 
     /// The stencil being run.

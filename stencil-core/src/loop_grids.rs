@@ -80,7 +80,8 @@ pub(crate) struct LoopGrids<'l, 'a, T> {
 /// Calls `run` with the job of a kernel whose fields live at `slots` (with its `params`),
 /// over a loop's grids (`chains`, each a ring, `lone`, `coefficients`) at the step after
 /// `before` steps: position `p` of a chain of `L` grids is its grid `(p - before) mod L`. A
-/// grid bound to two fields is lent once, read only.
+/// grid bound to two fields is lent once, read only. The job's step number
+/// ([`Job::set_step`]) is `step`.
 ///
 /// # Errors
 /// The job's validation errors ([`Job::new`]).
@@ -92,7 +93,7 @@ pub(crate) fn lend_job<T: Element, R>(
     stencil: &Stencil<T>,
     (slots, params): (&[FieldSlot], &[T]),
     grids: LoopGrids<'_, '_, T>,
-    before: usize,
+    (before, step): (usize, usize),
     run: impl FnOnce(&mut Job<'_, T>) -> R,
 ) -> Result<R> {
     let LoopGrids {
@@ -143,6 +144,7 @@ pub(crate) fn lend_job<T: Element, R>(
         }
     }
     let mut job = Job::new(stencil, inputs, outputs, params.to_vec())?;
+    job.set_step(step as u64);
     Ok(run(&mut job))
 }
 

@@ -159,6 +159,11 @@ impl Names<'_> {
                 f.write_str("]")
             }
             Expr::Let(var) => write!(f, "let {}", self.let_(var)),
+            Expr::Index(dim) => match self.kernel.index_names.get(dim) {
+                Some(name) => write!(f, "index {name}"),
+                None => write!(f, "index x{dim}"),
+            },
+            Expr::Step => f.write_str("step"),
             Expr::Unary { op, arg } => write!(f, "{} %{}", op.name(), arg.index()),
             Expr::Binary { op, lhs, rhs } => {
                 write!(f, "{} %{}, %{}", op.name(), lhs.index(), rhs.index())

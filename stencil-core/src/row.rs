@@ -190,6 +190,10 @@ pub struct RowArgs<'a, T> {
     row_shift: usize,
     /// Most rows a run function computes together (see `register_rows`).
     register_rows: usize,
+    /// Interior index of the first point of the run's first row (see `origin`).
+    origin: [usize; MAX_DIMS],
+    /// The step number the kernel reads (see `step`).
+    step: u64,
 }
 
 /// A CPU specialisation of a kernel's point loop over rows: reads `args`, writes every output
@@ -416,7 +420,39 @@ impl<'a, T: Copy> RowArgs<'a, T> {
             row_dim: 0,
             row_shift: 0,
             register_rows: 1,
+            origin: [0; MAX_DIMS],
+            step: 0,
         }
+    }
+
+    /// These arguments, their run's first point at interior index `origin` (one entry per
+    /// dimension, zeros beyond the kernel's; as [`Grid::get`](crate::Grid::get) counts) and
+    /// computing step number `step`: what a kernel reads as its indices
+    /// ([`Expr::Index`](crate::Expr::Index)) and `step()` ([`Expr::Step`](crate::Expr::Step)).
+    /// Both are 0 unless set; a backend sets them for every call of a kernel that reads them
+    /// ([`Kernel::reads_indices`](crate::Kernel::reads_indices),
+    /// [`Kernel::reads_step`](crate::Kernel::reads_step)).
+    #[inline]
+    pub fn at(mut self, origin: [usize; MAX_DIMS], step: u64) -> Self {
+        self.origin = origin;
+        self.step = step;
+        self
+    }
+
+    /// Interior index of the first point of this row (of row 0 of a run): the point of a
+    /// row's element `x` is this with `x` added along the last dimension, and row `r` of a
+    /// run is displaced `r` along the rows' dimension ([`with_rows`](Self::with_rows)).
+    #[inline(always)]
+    pub fn origin(&self) -> [usize; MAX_DIMS] {
+        let mut origin = self.origin;
+        origin[self.row_dim] += self.row_shift;
+        origin
+    }
+
+    /// The step number the kernel computes (see [`at`](Self::at)).
+    #[inline(always)]
+    pub fn step(&self) -> u64 {
+        self.step
     }
 
     /// These arguments, letting a run function compute up to `rows` adjacent rows together

@@ -389,6 +389,7 @@ impl<'a, T: Element> StageLoop<'a, T> {
             lone: name_of(&|s| matches!(s, FieldSlot::Lone(_))),
             coefficients: name_of(&|s| matches!(s, FieldSlot::Coefficient(_))),
         };
+        let first = job.first_step();
         let (chains, lone) = job.grids_mut();
         let borrow = |g: &'j mut WrittenGrid<'_, T>| WrittenGrid {
             view: g.view.reborrow(),
@@ -412,7 +413,7 @@ impl<'a, T: Element> StageLoop<'a, T> {
             sources: Vec::new(),
             receivers: Vec::new(),
             done,
-            first: 0,
+            first,
         }
     }
 
@@ -673,7 +674,7 @@ impl<'a, T: Element> StageLoop<'a, T> {
                 lone: &mut self.lone,
                 coefficients: &self.coefficients,
             },
-            before,
+            (before, self.first + before),
             run,
         )
     }

@@ -199,6 +199,8 @@ pub struct TimeLoop<'a, T: Element> {
     lone: Vec<WrittenGrid<'a, T>>,
     params: Vec<T>,
     done: usize,
+    /// The number of the loop's first step in the simulation's whole run.
+    first: usize,
 }
 
 impl<'a, T: Element> TimeLoop<'a, T> {
@@ -353,7 +355,22 @@ impl<'a, T: Element> TimeLoop<'a, T> {
             lone,
             params,
             done: 0,
+            first: 0,
         })
+    }
+
+    /// This loop, its first step numbered `first` in the simulation's whole run (0 unless
+    /// set): the step after `done` steps has number `first + done`, the value its kernel
+    /// reads as `step()` ([`Job::step`]). A caller that runs a simulation in several loops
+    /// (between callbacks, say) numbers each from the steps done before it.
+    pub fn from_step(mut self, first: usize) -> Self {
+        self.first = first;
+        self
+    }
+
+    /// The number of the loop's first step (see [`from_step`](Self::from_step)).
+    pub fn first_step(&self) -> usize {
+        self.first
     }
 
     /// The stencil being stepped.
@@ -480,7 +497,7 @@ impl<'a, T: Element> TimeLoop<'a, T> {
                 lone: &mut self.lone,
                 coefficients: &self.coefficients,
             },
-            done,
+            (done, self.first + done),
             run,
         )
     }

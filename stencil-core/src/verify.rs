@@ -69,6 +69,9 @@ pub enum VerifyErrorKind {
     },
     /// An offset has a non-zero entry at or beyond `n_dims`.
     OffsetBeyondDimensions,
+    /// An index value ([`Expr::Index`]) names dimension `.0`, at or
+    /// beyond `n_dims`.
+    IndexBeyondDimensions(usize),
     /// A `let` is used before (or without) the statement that defines it.
     LetUsedBeforeDefinition(String),
     /// A `let` temporary is defined by more than one statement.
@@ -142,6 +145,10 @@ impl fmt::Display for VerifyErrorKind {
             OffsetBeyondDimensions => {
                 f.write_str("offset has a non-zero entry beyond the kernel's dimensions")
             }
+            IndexBeyondDimensions(dim) => write!(
+                f,
+                "the index of dimension {dim} is read, beyond the kernel's dimensions"
+            ),
             LetUsedBeforeDefinition(n) => write!(f, "`{n}` is used before it is defined"),
             LetDefinedTwice(n) => write!(f, "temporary `{n}` is defined twice"),
             ExpectedReal => f.write_str("expected a number, found a condition"),
@@ -326,6 +333,12 @@ impl Verifier<'_> {
                         self.push(VerifyErrorKind::DanglingId, at);
                     }
                 }
+                Expr::Index(dim) => {
+                    if dim >= k.n_dims {
+                        self.push(VerifyErrorKind::IndexBeyondDimensions(dim), at);
+                    }
+                }
+                Expr::Step => {}
                 Expr::Unary { arg, .. } => self.expect_real(arg, at),
                 Expr::Binary { lhs, rhs, .. } | Expr::Compare { lhs, rhs, .. } => {
                     self.expect_real(lhs, at);

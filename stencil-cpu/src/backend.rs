@@ -337,6 +337,7 @@ impl<T: Element> Backend<T> for CpuBackend {
         plan.tiling = plan.tiling.shifted(offset);
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         let point_loop = stencil.cpu_loop().filter(|_| !schedule.force_generic);
+        let step = job.step();
         let (inputs, outputs, params) = job.parts_mut();
         let inputs: Vec<InputRows<'_, T>> = inputs.iter().map(|&v| InputRows::new(v)).collect();
         let outputs = outputs
@@ -354,7 +355,8 @@ impl<T: Element> Backend<T> for CpuBackend {
                     params,
                     plan.rows,
                     reductions.as_ref(),
-                );
+                )
+                .at_step(step);
                 self.execute(
                     partition,
                     points,
@@ -376,7 +378,8 @@ impl<T: Element> Backend<T> for CpuBackend {
                     params,
                     options,
                     reductions.as_ref(),
-                );
+                )
+                .at_step(step);
                 self.execute(
                     partition,
                     points,

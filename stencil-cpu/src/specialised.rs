@@ -10,7 +10,7 @@
 //! allocated per run or row.
 
 use stencil_core::row::{OutputRun, RowArgs, RowFn, RowInput};
-use stencil_core::{CpuLoop, Element, Geometry};
+use stencil_core::{CpuLoop, Element, Geometry, MAX_DIMS};
 
 use crate::input_rows::InputRows;
 use crate::output_rows::OutputRows;
@@ -45,6 +45,8 @@ pub(crate) struct SpecialisedRun<'r, T> {
     row_strides: Vec<usize>,
     /// The kernel's reductions, if any (the schedule's cuts then aligned to blocks).
     reductions: Option<&'r Reductions<T>>,
+    /// The step number the kernel reads (`RowArgs::step`).
+    step: u64,
 }
 
 /// Per-worker lists handed to the point loop, refilled for every run or row.
@@ -98,7 +100,26 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
             grids,
             row_strides,
             reductions,
+            step: 0,
         }
+    }
+
+    /// This run, computing step number `step` (handed to the point loop with each call's
+    /// first point: `RowArgs::at`; 0 unless set).
+    pub(crate) fn at_step(mut self, step: u64) -> Self {
+        self.step = step;
+        self
+    }
+
+    /// Interior index of point `at` of row `r` of the run whose first point is `first`.
+    fn origin(&self, first: &[usize; MAX_DIMS], r: usize, at: usize) -> [usize; MAX_DIMS] {
+        let n_dims = self.grids[0].n_dims;
+        let mut point = *first;
+        if n_dims > 1 {
+            point[n_dims - 2] += r;
+        }
+        point[n_dims - 1] += at;
+        point
     }
 
     /// Fresh per-worker lists.
@@ -153,7 +174,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
         let n_dims = self.grids[0].n_dims;
         // Rows of a run are adjacent along the second-innermost dimension.
         let row_dim = n_dims.saturating_sub(2);
-        tile.for_each_run(n_dims, &self.grids, bases, |bases, n_rows, len, _| {
+        tile.for_each_run(n_dims, &self.grids, bases, |bases, n_rows, len, first| {
             let (in_bases, out_bases) = bases.split_at(n_inputs);
             let mut at = 0;
             while at < len {
@@ -179,6 +200,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                             runs.push(unsafe { output.run(base + at, n, stride, n_rows) });
                         }
                         let args = RowArgs::new(n, inputs, params)
+                            .at(self.origin(first, 0, at), self.step)
                             .with_rows(n_rows, row_dim)
                             .with_register_rows(plan.register_rows)
                             .with_streaming(plan.streaming)
@@ -191,7 +213,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                         (inputs, row_slots),
                         (in_bases, in_strides),
                         (out_bases, out_strides),
-                        (n_rows, at, n),
+                        (first, n_rows, at, n),
                     ),
                 }
                 at += n;
@@ -265,6 +287,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                                 });
                             }
                             let args = RowArgs::new(n, inputs, params)
+                                .at(self.origin(first, r0, at), self.step)
                                 .with_rows(g, row_dim)
                                 .with_register_rows(plan.register_rows)
                                 .with_streaming(plan.streaming)
@@ -299,6 +322,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                                     });
                                 }
                                 let args = RowArgs::new(n, inputs, params)
+                                    .at(self.origin(first, r, at), self.step)
                                     .with_streaming(plan.streaming)
                                     .with_prefetch(plan.prefetch);
                                 row_fn(&args, row_slots);
@@ -358,7 +382,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
         (inputs, slots): (&mut [RowInput<'r, T>], &mut Vec<&'r mut [T]>),
         (in_bases, in_strides): (&[usize], &[usize]),
         (out_bases, out_strides): (&[usize], &[usize]),
-        (n_rows, at, n): (usize, usize, usize),
+        (first, n_rows, at, n): (&[usize; MAX_DIMS], usize, usize, usize),
     ) {
         for r in 0..n_rows {
             for ((row, &base), &stride) in inputs.iter_mut().zip(in_bases).zip(in_strides) {
@@ -371,6 +395,7 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
                 slots.push(unsafe { output.row(base + r * stride + at, n) });
             }
             let args = RowArgs::new(n, inputs, self.params)
+                .at(self.origin(first, r, at), self.step)
                 .with_streaming(self.plan.streaming)
                 .with_prefetch(self.plan.prefetch);
             row_fn(&args, slots);

@@ -322,6 +322,7 @@ impl<T: Element> Backend<T> for EmulatedGpu {
             ));
         };
         let kernel = job.kernel();
+        let step = job.step();
         let geoms = field_geometries(job);
         let generated = generate_planted(
             kernel,
@@ -359,6 +360,7 @@ impl<T: Element> Backend<T> for EmulatedGpu {
         }
         let mut values: Vec<ParamValue> = addresses.iter().map(|&a| ParamValue::U64(a)).collect();
         values.extend(params.iter().map(|&p| param_value(p)));
+        values.extend(crate::codegen::step_argument::<T>(kernel, step).map(param_value));
         let zeros = vec![T::from_f64(0.0); generated.partials];
         let partial_addresses: Vec<u64> = ops.iter().map(|_| upload(&mut memory, &zeros)).collect();
         values.extend(partial_addresses.iter().map(|&a| ParamValue::U64(a)));

@@ -69,7 +69,9 @@ pub(crate) fn fused_pair<T: Element>(
     {
         return None;
     }
-    if kernel.outputs().count() != 1 {
+    // A fused launch computes two steps and the middle step's halo ring: it is given
+    // neither step's number nor its points' indices.
+    if kernel.outputs().count() != 1 || kernel.reads_step() || kernel.reads_indices() {
         return None;
     }
     let grids = &job.chains()[0];
@@ -106,6 +108,8 @@ pub(crate) struct Launches<T> {
     pub(crate) params: Vec<T>,
     /// The pair fused launches advance, when they may.
     pub(crate) fused: Option<FusedPair>,
+    /// The number of the first step `run` computes (what a kernel reads as `step()`).
+    pub(crate) first_step: usize,
 }
 
 impl<T: Element> Launches<T> {
@@ -145,6 +149,7 @@ impl<T: Element> Launches<T> {
                 Err(e) => return Err(e),
             }
         }
+        let mut step = self.first_step;
         for fuse in launch_plan(steps, self.fused.is_some()) {
             let buffers: Vec<usize> = self.slots.iter().map(|&s| self.buffer(s)).collect();
             let field_geoms: Vec<Geometry> = buffers.iter().map(|&b| self.geoms[b]).collect();
@@ -164,7 +169,10 @@ impl<T: Element> Launches<T> {
                 };
                 generated.insert(key.clone(), code);
             }
-            memory.launch(&generated[&key], &buffers, &self.params)?;
+            let mut params = self.params.clone();
+            params.extend(codegen::step_argument::<T>(kernel, step as u64));
+            memory.launch(&generated[&key], &buffers, &params)?;
+            step += if fuse { 2 } else { 1 };
             // The halo of every buffer this launch wrote (skipped where it cannot change).
             let written: Vec<usize> = self
                 .rings
@@ -217,6 +225,7 @@ pub(crate) fn drive<T: Element>(
         faces: Vec::new(),
         params: job.params().to_vec(),
         fused: fused_pair(job, schedule),
+        first_step: job.first_step() + done,
     };
     let mut add = |l: &mut Launches<T>, data: &[T], geom: Geometry, faces: Vec<_>| {
         l.geoms.push(geom);

@@ -132,6 +132,10 @@ pub enum CheckedExprKind {
     },
     /// The value of `let` number `.0`.
     Let(usize),
+    /// The point's index along dimension `.0`.
+    Index(usize),
+    /// `step()`: the number of the step being computed.
+    Step,
     /// A unary operation.
     Unary(UnaryOp, Box<CheckedExpr>),
     /// A binary operation.

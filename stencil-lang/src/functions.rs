@@ -97,8 +97,12 @@ pub(crate) fn is_built_in(name: &str) -> bool {
     UnaryOp::from_function_name(name).is_some()
         || BinaryOp::from_function_name(name).is_some()
         || name == "select"
+        || name == STEP
         || Operator::from_name(name).is_some()
 }
+
+/// `step()`: the number of the step being computed (see the language reference).
+pub(crate) const STEP: &str = "step";
 
 /// How many arguments built-in `name` takes (inclusive range), if it is one.
 pub(crate) fn built_in_arity(name: &str) -> Option<(usize, usize)> {
@@ -108,6 +112,8 @@ pub(crate) fn built_in_arity(name: &str) -> Option<(usize, usize)> {
         Some((2, 2))
     } else if name == "select" {
         Some((3, 3))
+    } else if name == STEP {
+        Some((0, 0))
     } else {
         Operator::from_name(name).map(|op| {
             let n = op.spacing_position() + 1;
@@ -203,11 +209,11 @@ fn built_in_names() -> Vec<&'static str> {
             .filter(|op| BinaryOp::from_function_name(op.name()).is_some())
             .map(|op| op.name()),
     );
-    names.extend(["select", "diff", "diff2", "laplace"]);
+    names.extend(["select", STEP, "diff", "diff2", "laplace"]);
     names
 }
 
-/// `abs, sqrt, ..., min, max, pow, select, diff, diff2 and laplace`.
+/// `abs, sqrt, ..., min, max, pow, select, step, diff, diff2 and laplace`.
 pub fn function_list() -> String {
     let names = built_in_names();
     match names.split_last() {

@@ -164,6 +164,8 @@ impl Lowering {
             K::Invalid => Expr::Const(0.0),
             K::Param(param) => Expr::Param(self.params[*param]),
             K::Let(var) => Expr::Let(self.lets[*var]),
+            K::Index(dim) => Expr::Index(*dim),
+            K::Step => Expr::Step,
             K::Read {
                 field,
                 offset,

@@ -304,3 +304,31 @@ fn awkward_names_and_constants_still_print_valid_source() {
         "m, sum and big_div are hoisted"
     );
 }
+
+#[test]
+fn index_values_and_the_step_round_trip() {
+    // out[x, y] = u[x, y] * y + select(x < 2, step, x) in the IR's own index names.
+    let mut b = KernelBuilder::new("where", 2, ElemType::F64);
+    b.index_names(&["x", "y"]);
+    let u = b.input("u");
+    let out = b.output("out");
+    let read = b.read(u, &[0, 0]);
+    let y = b.index(1);
+    let scaled = b.mul(read, y);
+    let x = b.index(0);
+    let two = b.constant(2.0);
+    let near = b.compare(CmpOp::Lt, x, two);
+    let step = b.step();
+    let picked = b.select(near, step, x);
+    let value = b.add(scaled, picked);
+    b.store(out, value);
+    let k = b.finish().unwrap();
+    let text = to_macro_source(&k);
+    assert!(text.contains("step()"), "{text}");
+    let back = round_trip(&k);
+    assert!(back.reads_indices() && back.reads_step());
+    assert_eq!(
+        structural_hash(&simplify(&back)),
+        structural_hash(&simplify(&k))
+    );
+}

@@ -72,6 +72,15 @@ mod expand;
 ///   `abs sqrt exp ln sin cos tan tanh floor ceil` (one argument), `min max pow` (two),
 ///   comparisons, `&& || !`, `if c { a } else { b }` or `select(c, a, b)`, calls of helpers,
 ///   and the finite-difference operators below.
+/// - The point and the step: an index variable used as a value (`0.1 * j`, `if i < 3.0`)
+///   is the point's interior index along its dimension (0 at the first interior point, as
+///   `Grid::get` counts), converted to `f64` and then rounded to `T` (exact below 2^53 for
+///   `f64`, below 2^24 for `f32`). `step()` is the number of the step being computed,
+///   converted the same way: in a time loop (`Steps`, `kernel::steps`, `Stages`) the step's
+///   number, counting from 0 (from `n` after `Stages::first_step(n)`); in a single `run()`,
+///   0 unless set with `Launch::at_step(n)`. Time is `t0 + dt * step()` with parameters. A
+///   helper may call `step()`; it sees the index variables only as arguments (`f(u, j)`).
+///   An index variable the kernel does not have (`k` in a 2-D kernel) is an error.
 ///
 /// # Helpers
 ///

@@ -8,6 +8,7 @@
 mod common;
 
 mod compile_fail;
+mod coords;
 mod cpu_schedules;
 mod errors;
 mod functions;

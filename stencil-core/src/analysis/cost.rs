@@ -45,6 +45,8 @@ fn node_flops(expr: &Expr) -> usize {
         | Expr::Param(_)
         | Expr::Read { .. }
         | Expr::Let(_)
+        | Expr::Index(_)
+        | Expr::Step
         | Expr::Logic { .. }
         | Expr::Not(_)
         | Expr::Select { .. } => 0,

@@ -59,6 +59,22 @@ pub fn run_reducing<T: Element>(
     outputs: &mut [FieldViewMut<'_, T>],
     params: &[T],
 ) -> Vec<T> {
+    run_at_step(kernel, inputs, outputs, params, 0)
+}
+
+/// [`run_reducing`] at step number `step`: the value the kernel reads as `step()`
+/// ([`Expr::Step`]), which [`run`] and [`run_reducing`] take as 0. A time loop's step `n`
+/// runs its kernel with `step = n`.
+///
+/// # Panics
+/// As [`run_reducing`].
+pub fn run_at_step<T: Element>(
+    kernel: &Kernel,
+    inputs: &[FieldView<'_, T>],
+    outputs: &mut [FieldViewMut<'_, T>],
+    params: &[T],
+    step: u64,
+) -> Vec<T> {
     let plan = Plan::new(kernel);
     plan.check_arguments::<T>(
         kernel,
@@ -84,6 +100,7 @@ pub fn run_reducing<T: Element>(
     let mut rows: Vec<Vec<T>> = vec![Vec::with_capacity(row_len); ops.len()];
     let mut partials: Vec<Vec<T>> = vec![Vec::new(); ops.len()];
     let mut state = PointState::new(kernel);
+    state.step = step;
     let mut point = [0isize; MAX_DIMS];
     loop {
         plan.eval(
@@ -128,8 +145,9 @@ pub fn run_reducing<T: Element>(
 /// Runs a validated [`Job`] with the interpreter, storing its reductions in the job.
 pub fn run_job<T: Element>(job: &mut Job<'_, T>) {
     let kernel = job.kernel();
+    let step = job.step();
     let (inputs, outputs, params) = job.parts_mut();
-    let reduced = run_reducing(kernel, inputs, outputs, params);
+    let reduced = run_at_step(kernel, inputs, outputs, params, step);
     for (r, value) in reduced.into_iter().enumerate() {
         job.set_reduction(r, value);
     }
@@ -205,6 +223,8 @@ struct PointState<T> {
     lets: Vec<Option<T>>,
     stored: Vec<T>,
     reduced: Vec<T>,
+    /// The step number the kernel reads ([`Expr::Step`]).
+    step: u64,
 }
 
 impl<T: Element> PointState<T> {
@@ -214,6 +234,7 @@ impl<T: Element> PointState<T> {
             lets: vec![None; kernel.lets.len()],
             stored: vec![T::NAN; kernel.outputs().count()],
             reduced: vec![T::NAN; kernel.reductions.len()],
+            step: 0,
         }
     }
 }
@@ -365,6 +386,8 @@ impl Plan {
                 state.lets[var.index()]
                     .unwrap_or_else(|| broken(kernel, "let used before its definition")),
             ),
+            Expr::Index(dim) => Value::Real(T::from_f64(point[dim] as f64)),
+            Expr::Step => Value::Real(T::from_f64(state.step as f64)),
             Expr::Unary { op, arg } => Value::Real(unary(op, real(arg))),
             Expr::Binary { op, lhs, rhs } => Value::Real(binary(op, real(lhs), real(rhs))),
             Expr::Compare { op, lhs, rhs } => Value::Bool(compare(op, real(lhs), real(rhs))),

@@ -315,3 +315,55 @@ fn wrong_argument_counts_are_a_broken_invariant() {
     let u = TestGrid::<f64>::filled(&[3, 3, 3], 1, 1.0);
     eval_point(&k, &[u.view()], &[1.0], &[0, 0, 0]);
 }
+
+#[test]
+fn index_values_and_the_step_number_are_the_point_s_indices_and_the_run_s_step() {
+    // out = u[i, j] + 10 i - j * step (f32: the indices and step converted exactly).
+    let mut b = KernelBuilder::new("coords", 2, ElemType::F32);
+    let u = b.input("u");
+    let out = b.output("out");
+    let read = b.read(u, &[0, 0]);
+    let i = b.index(0);
+    let ten = b.constant(10.0);
+    let ten_i = b.mul(ten, i);
+    let j = b.index(1);
+    let step = b.step();
+    let j_step = b.mul(j, step);
+    let sum = b.add(read, ten_i);
+    let value = b.sub(sum, j_step);
+    b.store(out, value);
+    let kernel = b.finish().unwrap();
+    assert!(kernel.reads_indices() && kernel.reads_step());
+    let mut rng = Rng::new(3);
+    let input = TestGrid::<f32>::random(&[4, 7], 1, &mut rng);
+    for step in [0u64, 1, 9] {
+        let mut output = TestGrid::filled(&[4, 7], 1, -1.0f32);
+        run_at_step(
+            &kernel,
+            &[input.view()],
+            &mut [output.view_mut()],
+            &[],
+            step,
+        );
+        for p in interior_points(&[4, 7]) {
+            let expected = input.get(&p) + 10.0 * p[0] as f32 - p[1] as f32 * step as f32;
+            assert_eq!(output.get(&p), expected, "step {step} at {p:?}");
+        }
+    }
+    // A job's step: 0 unless set.
+    let stencil = Stencil::<f32>::new(kernel).unwrap();
+    let mut output = TestGrid::filled(&[4, 7], 1, -1.0f32);
+    {
+        let mut job = Job::new(
+            &stencil,
+            vec![input.view()],
+            vec![output.view_mut()],
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(job.step(), 0);
+        job.set_step(5);
+        run_job(&mut job);
+    }
+    assert_eq!(output.get(&[3, 6]), input.get(&[3, 6]) + 30.0 - 30.0);
+}

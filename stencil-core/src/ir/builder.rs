@@ -129,6 +129,17 @@ impl KernelBuilder {
         self.expr(Expr::Param(param))
     }
 
+    /// The current point's index along dimension `dim`, as a value ([`Expr::Index`]; the
+    /// verifier rejects `dim >= n_dims`).
+    pub fn index(&mut self, dim: usize) -> ExprId {
+        self.expr(Expr::Index(dim))
+    }
+
+    /// The number of the step being computed, as a value ([`Expr::Step`]).
+    pub fn step(&mut self) -> ExprId {
+        self.expr(Expr::Step)
+    }
+
     /// A read of `field` at `offset` (one entry per dimension; missing entries are zero).
     ///
     /// # Panics

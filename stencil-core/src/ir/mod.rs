@@ -386,6 +386,16 @@ pub enum Expr {
     },
     /// The value of a `let` temporary.
     Let(LetId),
+    /// The current point's index along dimension `.0` (below `n_dims`), converted to the
+    /// element type: the interior index, counted from 0 at the first interior point as
+    /// [`Grid::get`](crate::Grid::get) counts it, converted to `f64` and then rounded to the
+    /// element type (exact below 2^53 for `f64`, below 2^24 for `f32`). Reads no grid.
+    Index(usize),
+    /// The number of the step being computed, converted to the element type as
+    /// [`Expr::Index`] is: in a time loop the step's number (counting from 0, or from the
+    /// loop's first step), in a single sweep the number set on its [`Job`](crate::Job)
+    /// (0 unless set). Reads no grid.
+    Step,
     /// A unary operation.
     Unary {
         /// The operation.
@@ -437,9 +447,12 @@ impl Expr {
     /// The expressions this node refers to, in operand order.
     pub fn operands(&self) -> impl Iterator<Item = ExprId> + '_ {
         let (a, b, c) = match *self {
-            Expr::Const(_) | Expr::Param(_) | Expr::Read { .. } | Expr::Let(_) => {
-                (None, None, None)
-            }
+            Expr::Const(_)
+            | Expr::Param(_)
+            | Expr::Read { .. }
+            | Expr::Let(_)
+            | Expr::Index(_)
+            | Expr::Step => (None, None, None),
             Expr::Unary { arg, .. } | Expr::Not(arg) => (Some(arg), None, None),
             Expr::Binary { lhs, rhs, .. }
             | Expr::Compare { lhs, rhs, .. }
@@ -590,6 +603,16 @@ impl Kernel {
             .iter()
             .position(|p| p.name == name)
             .map(ParamId::new)
+    }
+
+    /// Whether the kernel reads the point's index along some dimension ([`Expr::Index`]).
+    pub fn reads_indices(&self) -> bool {
+        self.exprs.iter().any(|e| matches!(e, Expr::Index(_)))
+    }
+
+    /// Whether the kernel reads the step number ([`Expr::Step`]).
+    pub fn reads_step(&self) -> bool {
+        self.exprs.iter().any(|e| matches!(e, Expr::Step))
     }
 
     fn fields_with_role(&self, role: Role) -> impl Iterator<Item = FieldId> + '_ {

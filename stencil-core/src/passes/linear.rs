@@ -1,7 +1,8 @@
 //! Linear forms: coefficient factoring and partial-sum reuse along the unit-stride dimension.
 //!
 //! [`linear_terms`] writes a value as `sum_k sign_k * coef_k * read_k`, where every `coef_k`
-//! is a read-free expression (parameters, constants and arithmetic on them) or 1, through
+//! is a read-free expression (parameters, constants, the step number and arithmetic on them,
+//! never a point's index, which changes along the row) or 1, through
 //! additions, subtractions, negations, lets and multiplications by read-free factors; any other
 //! operation (a product of two reads, a division by a read, a function, a select) makes the
 //! value non-linear. [`Retimed::of`] groups the terms by coefficient (factoring) and, within a
@@ -33,10 +34,11 @@ pub fn linear_terms(kernel: &Kernel, value: ExprId) -> Option<Vec<Term>> {
     collect(kernel, value, None, false, &mut terms).then_some(terms)
 }
 
-/// Whether `id` reads no grid.
+/// Whether `id` reads no grid and no point index: its value is the same at every point of a
+/// sweep (the step number is, and so may be part of a coefficient).
 pub fn is_read_free(kernel: &Kernel, id: ExprId) -> bool {
     match *kernel.expr(id) {
-        Expr::Read { .. } => false,
+        Expr::Read { .. } | Expr::Index(_) => false,
         Expr::Let(var) => let_value(kernel, var).is_some_and(|v| is_read_free(kernel, v)),
         ref node => node.operands().all(|o| is_read_free(kernel, o)),
     }

@@ -145,7 +145,12 @@ impl<'k> Printer<'k> {
             .map(|(i, e)| {
                 let leaf = matches!(
                     e,
-                    Expr::Const(_) | Expr::Param(_) | Expr::Read { .. } | Expr::Let(_)
+                    Expr::Const(_)
+                        | Expr::Param(_)
+                        | Expr::Read { .. }
+                        | Expr::Let(_)
+                        | Expr::Index(_)
+                        | Expr::Step
                 );
                 (uses[i] > 1 && !leaf && !e.is_boolean()).then(|| names.claim(&format!("e{i}")))
             })
@@ -285,6 +290,8 @@ impl<'k> Printer<'k> {
                 (format!("{name}[{}]", entries.join(", ")), ATOM)
             }
             Expr::Let(var) => (self.let_name(var).to_string(), ATOM),
+            Expr::Index(dim) => (self.index_names[dim].clone(), ATOM),
+            Expr::Step => ("step()".to_string(), ATOM),
             Expr::Unary {
                 op: UnaryOp::Neg,
                 arg,

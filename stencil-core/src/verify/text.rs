@@ -86,7 +86,14 @@ fn expr(kernel: &Kernel, id: ExprId, depth: usize) -> String {
     let operand = |id: ExprId| {
         let text = sub(id);
         match kernel.exprs.get(id.index()) {
-            Some(Expr::Const(_) | Expr::Param(_) | Expr::Read { .. } | Expr::Let(_)) => text,
+            Some(
+                Expr::Const(_)
+                | Expr::Param(_)
+                | Expr::Read { .. }
+                | Expr::Let(_)
+                | Expr::Index(_)
+                | Expr::Step,
+            ) => text,
             _ if text == "..." => text,
             _ => format!("({text})"),
         }
@@ -102,6 +109,11 @@ fn expr(kernel: &Kernel, id: ExprId, depth: usize) -> String {
             .lets
             .get(l.index())
             .map_or_else(|| format!("<let #{}>", l.index()), |l| l.name.clone()),
+        Expr::Index(dim) => kernel
+            .index_names
+            .get(dim)
+            .map_or_else(|| format!("<index #{dim}>"), Clone::clone),
+        Expr::Step => "step()".to_string(),
         Expr::Unary { op, arg } => match op {
             UnaryOp::Neg => format!("-{}", operand(arg)),
             op => format!("{}({})", op.name(), sub(arg)),

@@ -45,6 +45,8 @@ pub(crate) struct GenericRun<'r, T> {
     reductions: Option<&'r Reductions<T>>,
     /// Whether outputs are written with streaming stores.
     streaming: bool,
+    /// The step number the kernel reads (`Expr::Step`).
+    step: u64,
 }
 
 /// Per-worker scratch space.
@@ -60,7 +62,7 @@ pub(crate) struct EvalScratch<'r, T> {
     outputs: Vec<&'r mut [T]>,
     /// The blocks' values computed since the last hand-over.
     partials: Option<LocalPartials<T>>,
-    /// Interior index of the current row's first point (kernels with reductions).
+    /// Interior index of the current row's first point (for reductions and index values).
     row_first: [usize; stencil_core::MAX_DIMS],
 }
 
@@ -113,7 +115,15 @@ impl<'r, T: Element> GenericRun<'r, T> {
             slot_len,
             reductions,
             streaming,
+            step: 0,
         }
+    }
+
+    /// This run, computing step number `step` (what the kernel reads as `step()`; 0 unless
+    /// set).
+    pub(crate) fn at_step(mut self, step: u64) -> Self {
+        self.step = step;
+        self
     }
 
     /// Hands the blocks' values a worker computed to the shared reductions (after each tile).
@@ -130,6 +140,7 @@ impl<'r, T: Element> GenericRun<'r, T> {
             let value = match value {
                 FillValue::Const(c) => T::from_f64(c),
                 FillValue::Param(p) => self.params[p],
+                FillValue::Step => T::from_f64(self.step as f64),
             };
             real[slot * self.slot_len..][..self.slot_len].fill(value);
         }
@@ -262,6 +273,17 @@ impl<'r, T: Element> GenericRun<'r, T> {
                 Op::Not { dst, arg } => {
                     let (below, rest) = bools.split_at_mut(dst * len);
                     ops::not(&mut rest[..n], &below[arg * len..][..n]);
+                }
+                Op::Index { dim, dst } => {
+                    let values = &mut real[dst * len..][..n];
+                    if dim + 1 == self.grids[0].n_dims {
+                        let first = row_first[dim] + at;
+                        for (x, value) in values.iter_mut().enumerate() {
+                            *value = T::from_f64((first + x) as f64);
+                        }
+                    } else {
+                        values.fill(T::from_f64(row_first[dim] as f64));
+                    }
                 }
                 Op::Select {
                     dst,

@@ -26,6 +26,8 @@ pub(crate) enum FillValue {
     Const(f64),
     /// Parameter number `n` (declaration order).
     Param(usize),
+    /// The step number (`Expr::Step`), converted to the element type as the interpreter does.
+    Step,
 }
 
 /// One input read: input number `input` (among inputs) at `offset` from the row.
@@ -68,6 +70,9 @@ pub(crate) enum Op {
     },
     /// Bool slot `dst = !arg`.
     Not { dst: usize, arg: usize },
+    /// Real `dst` = each point's index along dimension `dim` (`Expr::Index`), converted to
+    /// the element type as the interpreter does.
+    Index { dim: usize, dst: usize },
     /// Real `dst = if cond { then } else { otherwise }` (both evaluated).
     Select {
         dst: usize,
@@ -298,6 +303,12 @@ impl<'k> Compiler<'k> {
                 Value::Real(Source::Read(n))
             }
             Expr::Let(var) => self.value(self.let_value(var.index())),
+            Expr::Step => self.fill(FillValue::Step),
+            Expr::Index(dim) => {
+                let dst = self.new_real();
+                self.program.ops.push(Op::Index { dim, dst });
+                Value::Real(Source::Slot(dst))
+            }
             Expr::Unary { op, arg } => {
                 let arg = self.real(arg);
                 let dst = self.new_real();

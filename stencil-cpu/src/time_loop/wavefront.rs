@@ -768,6 +768,8 @@ impl<T: Element> Context<'_, T> {
         }
         let last = n_dims - 1;
         let segment = self.segment;
+        // The number of the step computed, which the kernel reads as `step()`.
+        let step = (before + self.step_offset) as u64;
         let block = if blocks { self.block } else { usize::MAX };
         // The worker's share in row segments and, in 3-D and more, blocks of `block` rows of
         // dimension 1, each walked plane by plane: the planes a block's rows read stay in the
@@ -807,7 +809,8 @@ impl<T: Element> Context<'_, T> {
                     self.rows,
                     // `StageLoop::new` refuses kernels with reductions.
                     None,
-                );
+                )
+                .at_step(step);
                 let mut scratch = run.scratch();
                 segments(&mut |piece| run.run_box(&mut scratch, piece));
             }
@@ -824,7 +827,8 @@ impl<T: Element> Context<'_, T> {
                     &run.params,
                     (self.rows.row_block, false),
                     None,
-                );
+                )
+                .at_step(step);
                 let mut scratch = run.scratch();
                 segments(&mut |piece| run.run_box(&mut scratch, piece));
             }

@@ -97,6 +97,12 @@ pub(crate) struct Ctx<'k> {
     pub(crate) params: Vec<Reg>,
     /// Per field: storage index of interior point (0, .., 0).
     pub(crate) origins: Vec<i64>,
+    /// The current point's coordinates along z, y, x (u32 registers; `None` on an unmapped
+    /// axis or where the variant has not set them), for the kernel's index values.
+    pub(crate) point: [Option<Reg>; 3],
+    /// The step number as the element type (the entry's last parameter, set by `load_args`
+    /// for a kernel that reads it).
+    pub(crate) step: Option<Reg>,
 }
 
 impl<'k> Ctx<'k> {
@@ -180,6 +186,8 @@ impl<'k> Ctx<'k> {
             field_base: Vec::new(),
             params: Vec::new(),
             origins: geoms.iter().map(|g| g.origin as i64).collect(),
+            point: [None; 3],
+            step: None,
         })
     }
 }
@@ -233,6 +241,58 @@ impl Ctx<'_> {
             });
             self.params.push(r);
         }
+        if kernel.reads_step() {
+            let p = self.b.param(Param {
+                name: format!("{}_step", self.entry_name),
+                ty: self.fty,
+            });
+            let r = self.b.reg(self.fclass);
+            self.b.push(Inst::LdParam {
+                ty: self.fty,
+                dst: r,
+                param: p,
+            });
+            self.step = Some(r);
+        }
+    }
+
+    /// The current point's index along kernel dimension `dim`, converted to the element type
+    /// (`cvt.rn` from u32: the interpreter's value, the index being below 2^31).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidSchedule`] where the variant does not give its points' coordinates.
+    pub(crate) fn index_value(&mut self, dim: usize) -> Result<Reg> {
+        let axis = self.axis_dim.iter().position(|&d| d == Some(dim));
+        let Some(coordinate) = axis.and_then(|a| self.point[a]) else {
+            return Err(Error::new(
+                ErrorKind::InvalidSchedule,
+                format!(
+                    "kernel `{}` reads its point's indices, which GPU variant {:?} does not give",
+                    self.kernel.name, self.schedule.variant
+                ),
+            ));
+        };
+        let dst = self.b.reg(self.fclass);
+        self.b.push(Inst::CvtFloat {
+            dst_ty: self.fty,
+            src_ty: Type::U32,
+            dst,
+            src: coordinate,
+        });
+        Ok(dst)
+    }
+
+    /// The step number, as the element type (the entry's step parameter).
+    pub(crate) fn step_value(&mut self) -> Result<Reg> {
+        self.step.ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidSchedule,
+                format!(
+                    "kernel `{}`: the step number was not loaded (a generator bug)",
+                    self.kernel.name
+                ),
+            )
+        })
     }
 
     /// `mov.u32` of a special register.

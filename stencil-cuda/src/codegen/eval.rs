@@ -101,6 +101,8 @@ impl Ctx<'_> {
             }
             Expr::Let(l) => lets[l.index()]
                 .unwrap_or_else(|| panic!("codegen: let {} used before its definition", l.index())),
+            Expr::Index(dim) => self.index_value(dim)?,
+            Expr::Step => self.step_value()?,
             Expr::Unary { op, arg } => {
                 let a = operand(self, arg)?;
                 let native = match op {

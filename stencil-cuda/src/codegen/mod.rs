@@ -44,7 +44,7 @@ mod tile;
 
 use stencil_core::ir::{Expr, Kernel, Role};
 use stencil_core::schedule::{GpuSchedule, GpuVariant};
-use stencil_core::{Error, ErrorKind, Geometry, Result};
+use stencil_core::{Element, Error, ErrorKind, Geometry, Result};
 
 pub use context::{CodegenOptions, LaunchDims, PlantedReductionBug};
 pub use fused::FusedPair;
@@ -265,6 +265,18 @@ fn generate_entry(
 /// # Errors
 /// [`ErrorKind::BackendUnavailable`] naming what is missing.
 pub fn check_kernel(kernel: &Kernel) -> Result<()> {
+    check_dimensions(kernel)
+}
+
+/// The value of an entry's step parameter for step number `step`, for a kernel that reads
+/// the step (`None` for one that does not: its entry has no such parameter). The entry's
+/// parameters are every field's address, every scalar parameter, then this, then any
+/// reduction's partials.
+pub fn step_argument<T: Element>(kernel: &Kernel, step: u64) -> Option<T> {
+    kernel.reads_step().then(|| T::from_f64(step as f64))
+}
+
+fn check_dimensions(kernel: &Kernel) -> Result<()> {
     if kernel.n_dims == 0 || kernel.n_dims > 3 {
         return Err(Error::new(
             ErrorKind::BackendUnavailable,

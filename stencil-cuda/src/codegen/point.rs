@@ -73,6 +73,7 @@ pub(crate) fn emit(ctx: &mut Ctx<'_>) -> Result<LaunchDims> {
             let base = ctx.field_base[f];
             ptrs.push(ctx.int(IntOp::Add, Type::U64, base.into(), off.into()));
         }
+        ctx.point = [Some(z), Some(y), Some(x)];
         let mut values = ReadValues::new();
         for &(f, d) in &reads {
             let mut disp = d;

@@ -263,6 +263,7 @@ pub(crate) fn emit(ctx: &mut Ctx<'_>) -> Result<LaunchDims> {
             });
             values.insert((f, d), dst);
         }
+        ctx.point = [z, y, Some(x)];
         let (stores, reduced) = ctx.eval_point_reducing(&values)?;
         for (f, v) in stores {
             ctx.b.push(Inst::St {

@@ -268,8 +268,21 @@ fn plane(ctx: &mut Ctx<'_>, st: &Stream, shared: bool) -> Result<()> {
         }
     }
     let skip = ctx.b.label();
+    // The plane's y, for a kernel that reads its point's indices (none emitted otherwise).
+    let y = ctx.kernel.reads_indices().then(|| {
+        ctx.int(
+            IntOp::Add,
+            Type::U32,
+            st.block_y.into(),
+            Operand::Reg(st.tid_y),
+        )
+    });
     for k in 0..i64::from(ctx.schedule.merge) {
         branch(ctx, st.valid[k as usize], true, skip);
+        if let Some(y) = y {
+            let x = ctx.int(IntOp::Add, Type::U32, st.x0.into(), Operand::Int(k * step));
+            ctx.point = [Some(st.z), Some(y), Some(x)];
+        }
         let mut values = ReadValues::new();
         for &(f, d) in &reads {
             let reg = if ctx.in_place(f) {

@@ -144,6 +144,7 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
             return Ok(());
         }
         let partials = device.partial_buffers::<T>(kernel.reductions.len(), loaded.partials)?;
+        let step = crate::codegen::step_argument::<T>(kernel, job.step());
         let s = &device.stream;
         let (inputs, outputs, params) = job.parts_mut();
         let ins: Vec<CudaSlice<T>> = inputs
@@ -177,6 +178,9 @@ impl<T: GpuElement> Backend<T> for CudaBackend {
             }
             for p in params {
                 builder.arg(p);
+            }
+            if let Some(step) = &step {
+                builder.arg(step);
             }
             for buf in &partials {
                 builder.arg(buf);

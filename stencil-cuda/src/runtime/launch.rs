@@ -173,6 +173,11 @@ impl CudaDevice {
         for p in params {
             builder.arg(p);
         }
+        // Device-grid launches have no step: a kernel that reads it reads 0.
+        let step = crate::codegen::step_argument::<T>(kernel, 0);
+        if let Some(step) = &step {
+            builder.arg(step);
+        }
         for buf in &partials {
             builder.arg(buf);
         }

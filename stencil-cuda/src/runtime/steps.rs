@@ -276,14 +276,16 @@ impl CudaDevice {
             && schedule.merge == 1
             && chains.len() == 1
             && chains[0].len() == 2
-            && kernel.outputs().count() == 1)
-            .then(|| (chains[0][0].index(), chains[0][1].index()))
-            .filter(|&(o, u)| {
-                let constant =
-                    |f: [[Boundary<T>; 2]; D]| f.iter().flatten().all(|b| !b.depends_on_interior());
-                faces_of(o) == faces_of(u) && constant(faces_of(o))
-            })
-            .map(|(output, input)| FusedPair { output, input });
+            && kernel.outputs().count() == 1
+            && !kernel.reads_step()
+            && !kernel.reads_indices())
+        .then(|| (chains[0][0].index(), chains[0][1].index()))
+        .filter(|&(o, u)| {
+            let constant =
+                |f: [[Boundary<T>; 2]; D]| f.iter().flatten().all(|b| !b.depends_on_interior());
+            faces_of(o) == faces_of(u) && constant(faces_of(o))
+        })
+        .map(|(output, input)| FusedPair { output, input });
         let mut launches = Launches {
             slots,
             rings: chains
@@ -296,6 +298,7 @@ impl CudaDevice {
             faces: Vec::new(),
             params: params.to_vec(),
             fused,
+            first_step: 0,
         };
         // Buffer `i` is field `i`'s grid.
         let mut memory = DeviceMemory::new(Arc::clone(self));

@@ -9,7 +9,7 @@ use syn::ext::IdentExt;
 use super::{Binding, Context, MAX_EXPANDED_OPERATIONS, default_names};
 use crate::checked::{CheckedExpr, CheckedExprKind};
 use crate::diagnostic::SpanRange;
-use crate::functions::{Operator, built_in_arity, unknown_function};
+use crate::functions::{Operator, STEP, built_in_arity, unknown_function};
 use crate::model::{self, BinaryOperator, ExprKind, IndexKind};
 
 impl Context<'_> {
@@ -118,10 +118,13 @@ impl Context<'_> {
                     format!("`{name}` is a grid: read it at a point, as in `{point}`"),
                 );
             }
-            None if self.is_index_name(&name) => self.diagnostics.error_at(
-                ident,
-                format!("`{name}` is an index variable, not a value: it can only index a grid"),
-            ),
+            None if self.dims_supported() => {
+                if let Some(dim) = self.index_names().iter().position(|n| *n == name) {
+                    return CheckedExprKind::Index(dim);
+                }
+                self.diagnostics
+                    .error_at(ident, self.unknown_name_message(&name));
+            }
             None => self
                 .diagnostics
                 .error_at(ident, format!("unknown name `{name}`")),
@@ -129,12 +132,28 @@ impl Context<'_> {
         CheckedExprKind::Invalid
     }
 
-    fn is_index_name(&self, name: &str) -> bool {
+    /// The kernel's index variables, one per dimension.
+    fn index_names(&self) -> Vec<String> {
         self.index_names
             .clone()
             .unwrap_or_else(|| default_names(self.n_dims))
+    }
+
+    /// The message for `name`, which is no parameter, grid, temporary or index variable of
+    /// the kernel; where it is an index variable of a kernel with more dimensions, it says so.
+    fn unknown_name_message(&self, name: &str) -> String {
+        if default_names(stencil_core::MAX_DIMS)
             .iter()
             .any(|n| n == name)
+        {
+            format!(
+                "unknown name `{name}`: the kernel is {}-dimensional, its index variables are `{}`",
+                self.n_dims,
+                self.index_names().join("`, `")
+            )
+        } else {
+            format!("unknown name `{name}`")
+        }
     }
 
     fn read(
@@ -328,7 +347,9 @@ impl Context<'_> {
             return K::Invalid;
         }
         let mut next = || args.remove(0);
-        if let Some(op) = UnaryOp::from_function_name(&name) {
+        if name == STEP {
+            K::Step
+        } else if let Some(op) = UnaryOp::from_function_name(&name) {
             K::Unary(op, next())
         } else if let Some(op) = BinaryOp::from_function_name(&name) {
             K::Binary(op, next(), next())

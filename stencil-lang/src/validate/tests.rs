@@ -103,7 +103,7 @@ fn unknown_names_are_reported_once_each() {
     assert!(message.starts_with("unknown function `cbrt`: the kernel language has abs, sqrt,"));
     assert!(
         message.ends_with(
-            "pow, select, diff, diff2 and laplace, and the helpers defined in this `stencil!` block"
+            "pow, select, step, diff, diff2 and laplace, and the helpers defined in this `stencil!` block"
         ),
         "{message}"
     );
@@ -128,11 +128,12 @@ fn names_used_as_the_wrong_kind_of_thing() {
             "[i, j, k]"
         )
     );
+    // An index variable is a value (the point's index); one the kernel lacks is not.
     assert_eq!(
-        error_in("out[i, j, k] = u[i, j, k] * i;"),
+        error_in("out[i, j, k] = u[i, j, k] * l;"),
         pair(
-            "`i` is an index variable, not a value: it can only index a grid",
-            "i"
+            "unknown name `l`: the kernel is 3-dimensional, its index variables are `i`, `j`, `k`",
+            "l"
         )
     );
     assert_eq!(

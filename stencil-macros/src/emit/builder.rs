@@ -174,6 +174,11 @@ fn expr_call(kernel: &Kernel, i: usize) -> TokenStream {
             let var = ident("l", var.index());
             quote!(b.let_ref(#var))
         }
+        Expr::Index(dim) => {
+            let dim = proc_macro2::Literal::usize_unsuffixed(dim);
+            quote!(b.index(#dim))
+        }
+        Expr::Step => quote!(b.step()),
         Expr::Unary { op, arg } => {
             let op = unary_variant(op);
             let arg = e(arg);

@@ -50,13 +50,22 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
     let p = quote!(::stencil::__private);
     let elem = elem_type(kernel.elem());
     let plan = LoopPlan::of(kernel);
-    let (retimed_fn, retimed_call) = super::retimed::retimed_loop(kernel, &plan).unzip();
-    let reducing = plan.n_outputs > plan.n_grids;
-    let mut jammed: Vec<usize> = if kernel.n_dims >= 2 && retimed_fn.is_none() && !reducing {
-        JAMMED_ROWS.to_vec()
+    // A kernel that reads its point's indices or the step takes the plain loop alone (see
+    // `Position`): no retimed loop, no jammed rows.
+    let positional = Position::of(kernel).is_some();
+    let (retimed_fn, retimed_call) = if positional {
+        None
     } else {
-        Vec::new()
-    };
+        super::retimed::retimed_loop(kernel, &plan)
+    }
+    .unzip();
+    let reducing = plan.n_outputs > plan.n_grids;
+    let mut jammed: Vec<usize> =
+        if kernel.n_dims >= 2 && retimed_fn.is_none() && !reducing && !positional {
+            JAMMED_ROWS.to_vec()
+        } else {
+            Vec::new()
+        };
     jammed.sort_unstable_by(|a, b| b.cmp(a));
     let outputs: Vec<Ident> = (0..plan.n_outputs).map(|k| ident("__out", k)).collect();
     let mut forms = Vec::new();
@@ -141,6 +150,47 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
         #retimed_fn
 
         #(#forms)*
+    }
+}
+
+/// The point's position for a kernel that reads its indices or the step number
+/// ([`Expr::Index`], [`Expr::Step`]): the point loop takes the interior index of its row's
+/// first point (`__pos`: [`RowArgs::origin`](stencil_core::row::RowArgs::origin), displaced
+/// `r` rows for row `r` of a run; element `x` of the loop is `at + x` points further along the
+/// row) and the step number converted to the element
+/// type (`__step`), and computes an index value as the interpreter does: the index converted
+/// to `f64`, then to the element type. Such kernels take the plain point loop only (no
+/// streaming or prefetching loop, no jammed rows, no retimed loop): each of those walks a row
+/// in pieces whose first point the loop would have to be told.
+struct Position {
+    /// `__pos: [usize; MAX_DIMS], __step: T,` for a point loop's signature.
+    params: TokenStream,
+    /// The row function's arguments for them.
+    args: TokenStream,
+}
+
+impl Position {
+    fn of(kernel: &Kernel) -> Option<Position> {
+        if !kernel.reads_indices() && !kernel.reads_step() {
+            return None;
+        }
+        let p = quote!(::stencil::__private);
+        let elem = elem_type(kernel.elem());
+        let dims = proc_macro2::Literal::usize_unsuffixed(stencil_core::MAX_DIMS);
+        // A row function computes row `r` of its run: its first point is the run's, `r` rows
+        // along the rows' dimension (the second-innermost; row 0 of a 1-D kernel's runs).
+        let row_dim = proc_macro2::Literal::usize_unsuffixed(kernel.n_dims.saturating_sub(2));
+        Some(Position {
+            params: quote!(__pos: [usize; #dims], __step: #elem,),
+            args: quote!(
+                {
+                    let mut __pos = args.origin();
+                    __pos[#row_dim] += r;
+                    __pos
+                },
+                <#elem as #p::Element>::from_f64(args.step() as f64),
+            ),
+        })
     }
 }
 
@@ -280,6 +330,37 @@ fn block_functions(
         }
     }
     let n_lead = proc_macro2::Literal::usize_unsuffixed(pf.len());
+    if let Some(Position {
+        params: pos_params,
+        args: pos_args,
+    }) = Position::of(kernel)
+    {
+        let body = quote! {
+            let n = args.len();
+            #first
+            #point_loop(#(&mut #outputs[..n],)* #(#read_args,)* #pos_args #(#param_args),*);
+        };
+        let functions = quote! {
+            #[inline(always)]
+            fn #point_loop(
+                #(#outputs: &mut [#elem],)*
+                #(#reads: &[#elem],)*
+                #pos_params
+                #(#params: #elem),*
+            ) {
+                let n = #first_output.len();
+                #(let #other_outputs = &mut #other_outputs[..n];)*
+                #(let #reads = &#reads[..n + #extras];)*
+                #shifts
+                let at = 0usize;
+                for x in 0..n {
+                    #(#nodes)*
+                    #(#stores)*
+                }
+            }
+        };
+        return (functions, body);
+    }
     let body = quote! {
         let n = args.len();
         #first
@@ -478,9 +559,12 @@ fn reducing_functions(
         }
     }
     let looped = format_ident!("__point_loop_reducing");
+    let (pos_params, pos_args) = Position::of(kernel)
+        .map(|position| (position.params, position.args))
+        .unzip();
     let body = quote! {
         let n = args.len();
-        #looped(n, #(#grids,)* #(#blocks,)* #(#read_args,)* #(#param_args),*);
+        #looped(n, #(#grids,)* #(#blocks,)* #(#read_args,)* #pos_args #(#param_args),*);
     };
     let functions = quote! {
         /// The point loop of a kernel with reductions: blocks of `BLOCK` points, chunks of
@@ -491,6 +575,7 @@ fn reducing_functions(
             #(#grids: &mut [#elem],)*
             #(#blocks: &mut [#elem],)*
             #(#reads: &[#elem],)*
+            #pos_params
             #(#params: #elem),*
         ) {
             const BLOCK: usize = #p::reduce::BLOCK;
@@ -585,6 +670,16 @@ fn node_statement(
                 .unwrap_or_else(|| unreachable!("stencil!: bug in emit: undefined let"));
             e(value).into_token_stream()
         }
+        // The point of element `x` of a loop over a row's points `at..`, as `Position` says.
+        Expr::Index(dim) if dim + 1 == kernel.n_dims => {
+            let d = proc_macro2::Literal::usize_unsuffixed(dim);
+            quote!(<#elem as #p::Element>::from_f64((__pos[#d] + at + x) as f64))
+        }
+        Expr::Index(dim) => {
+            let d = proc_macro2::Literal::usize_unsuffixed(dim);
+            quote!(<#elem as #p::Element>::from_f64(__pos[#d] as f64))
+        }
+        Expr::Step => quote!(__step),
         Expr::Unary {
             op: UnaryOp::Neg,
             arg,
