@@ -103,7 +103,9 @@
 //!   appended on every rank.
 //! - **Errors.** Every rank checks the call (its grids against the domain's local shape, halo
 //!   and periodic faces; the rules above; positions against the **global** interior; the ghost
-//!   depth against `R`), then the ranks agree before anything is exchanged: when any rank's
+//!   depth against `R`; no stage's kernel may read its point's indices, which each rank would
+//!   see for its own box: an [`ErrorKind::BadArgument`]; `step()` is the global step), then
+//!   the ranks agree before anything is exchanged: when any rank's
 //!   check fails, [`run`](Stages::run) returns an error on every rank (that rank's own error
 //!   where it failed, else the lowest failing rank's kind and message), and when the ranks'
 //!   calls differ (steps, first step, grid names and boundary conditions, chains, stages and

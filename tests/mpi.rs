@@ -48,6 +48,12 @@ stencil! {
         p_next[i, j] = p[i, j] + dt * k[i, j] * (vx[i, j] - vx[i-1, j] + vy[i, j] - vy[i, j-1]);
     }
 
+    /// A term that depends on the point's row: refused across ranks, where each rank would
+    /// see its own box's indices.
+    fn by_row(u: &Grid2<f64>, out: &mut Grid2<f64>) {
+        out[i, j] = u[i, j] + 0.5 * i;
+    }
+
     /// A Laplacian of `u` into a temporary, reaching two points along `i`.
     fn lap2(u: &Grid2<f64>, l: &mut Grid2<f64>) {
         l[i, j] = u[i-2, j] + u[i+1, j] + u[i, j-1] + u[i, j+1] - 4.0 * u[i, j];
@@ -1317,6 +1323,28 @@ fn stages_errors(world: &impl stencil::mpi::bindings::traits::Communicator) {
             "{e}"
         );
     }
+    // A kernel reading its point's indices, in a loop of stages and in a time loop.
+    let mut u = domain.grid::<f64>().unwrap();
+    let mut out = domain.grid::<f64>().unwrap();
+    let e = Stages::new()
+        .grid("u", &mut u)
+        .grid("out", &mut out)
+        .rotate(&["out", "u"])
+        .stage(Stage::new(by_row::stencil()))
+        .across(&domain)
+        .run(1)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
+    assert!(e.to_string().contains("reads its point's indices"), "{e}");
+    let e = Steps::new(by_row::stencil())
+        .rotate(&["out", "u"])
+        .grid("u", &mut u)
+        .grid("out", &mut out)
+        .across(&domain)
+        .run(1)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadArgument, "{e}");
+    assert!(e.to_string().contains("reads its point's indices"), "{e}");
     // And a correct loop runs.
     run(&domain, &mut g, [1.0, 1.0], [1.0, 1.0]).unwrap();
 }

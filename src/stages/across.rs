@@ -206,6 +206,21 @@ impl<T: Element, const D: usize> Stages<'_, T, D> {
         steps: usize,
     ) -> Result<Prepared<T>> {
         let plan = self.resolve()?;
+        if let Some(stage) = plan
+            .stages
+            .iter()
+            .map(|s| &self.stages[s.index])
+            .find(|def| def.stencil.kernel().reads_indices())
+        {
+            return Err(Error::new(
+                ErrorKind::BadArgument,
+                format!(
+                    "stage `{}` reads its point's indices, which a loop across MPI ranks does \
+                     not give as global indices: bind a coefficient grid instead",
+                    stage.name
+                ),
+            ));
+        }
         for (name, grid) in &self.grids {
             across
                 .check_grid(grid_of(grid))
