@@ -41,6 +41,8 @@ pub fn flops_per_point(kernel: &Kernel) -> u32 {
 fn node_flops(expr: &Expr) -> usize {
     match expr {
         Expr::Unary { .. } | Expr::Binary { .. } | Expr::Compare { .. } => 1,
+        // A multiplication and an addition, as before contraction.
+        Expr::Fma { .. } => 2,
         Expr::Const(_)
         | Expr::Param(_)
         | Expr::Read { .. }
