@@ -10,6 +10,7 @@ mod common;
 mod compile_fail;
 mod cpu_schedules;
 mod errors;
+mod fma;
 mod functions;
 mod in_place;
 mod independent;

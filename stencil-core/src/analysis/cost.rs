@@ -10,6 +10,7 @@
 //! | `add`, `sub`, `mul`, `div`, `min`, `max`, `pow`             | 1     |
 //! | `neg`, `abs`, `sqrt`, `exp`, `ln`, `sin`, `cos`, `tan`, `tanh`, `floor`, `ceil` | 1 |
 //! | comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`)               | 1     |
+//! | fused multiply-add (`#[fma]`)                                | 2 (a multiplication and an addition) |
 //! | `&&`, `\|\|`, `!`, select (`if`)                            | 0 (mask logic, not arithmetic) |
 //! | constant, parameter, read, `let` reference                  | 0     |
 //!

@@ -113,6 +113,51 @@ pub fn contract(kernel: &Kernel) -> Kernel {
     })
 }
 
+/// `kernel` with every [`Expr::Fma`] node `fma(a, b, c)` replaced by `a * b + c` (a
+/// multiplication and an addition, each rounded) and its `fma` flag cleared: the kernel as it
+/// computes without fused multiply-add, so the rounding change can be measured against it
+/// (`stencil::verify` does). Negations the contraction inserted stay (`x + -y` is `x - y`
+/// exactly), so the result computes the same bits as the kernel before [`contract`].
+pub fn expand(kernel: &Kernel) -> Kernel {
+    let mut exprs: Vec<Expr> = Vec::with_capacity(kernel.exprs.len());
+    let mut new_id: Vec<ExprId> = Vec::with_capacity(kernel.exprs.len());
+    for expr in &kernel.exprs {
+        let map = |id: ExprId| new_id[id.index()];
+        let node = match *expr {
+            Expr::Fma { a, b, c } => {
+                exprs.push(Expr::Binary {
+                    op: BinaryOp::Mul,
+                    lhs: map(a),
+                    rhs: map(b),
+                });
+                Expr::Binary {
+                    op: BinaryOp::Add,
+                    lhs: ExprId::new(exprs.len() - 1),
+                    rhs: map(c),
+                }
+            }
+            ref other => remap(other, &map),
+        };
+        exprs.push(node);
+        new_id.push(ExprId::new(exprs.len() - 1));
+    }
+    let map = |id: ExprId| new_id[id.index()];
+    let mut body = kernel.body.clone();
+    for stmt in &mut body {
+        match stmt {
+            Stmt::Let { value, .. } | Stmt::Store { value, .. } | Stmt::Reduce { value, .. } => {
+                *value = map(*value);
+            }
+        }
+    }
+    Kernel {
+        exprs,
+        body,
+        fma: false,
+        ..kernel.clone()
+    }
+}
+
 /// `kernel` without the expressions no statement depends on (products a contraction left
 /// unused), arena order kept.
 fn drop_dead(mut kernel: Kernel) -> Kernel {
@@ -192,6 +237,7 @@ fn remap(expr: &Expr, map: &dyn Fn(ExprId) -> ExprId) -> Expr {
 
 #[cfg(test)]
 mod tests {
+    use crate::interp::testing::{run_random, same_bits};
     use crate::{ElemType, KernelBuilder};
 
     /// The printed kernel `build` makes with fma on.
@@ -241,5 +287,57 @@ mod tests {
                   store out = %8
             "#]],
         );
+    }
+
+    #[test]
+    fn the_flag_alone_changes_the_hash_and_the_printed_kernel() {
+        // No product to fuse: the arena is the same, the kernels are not (tuning-cache keys,
+        // the printer and `to_macro_source` must tell them apart).
+        let build = |fma: bool| {
+            let mut b = KernelBuilder::new("k", 1, ElemType::F64);
+            b.fma(fma);
+            let u = b.input("u");
+            let out = b.output("out");
+            let (l, r) = (b.read(u, &[-1]), b.read(u, &[1]));
+            let s = b.add(l, r);
+            b.store(out, s);
+            b.finish().unwrap()
+        };
+        let (plain, fused) = (build(false), build(true));
+        assert_eq!(plain.exprs, fused.exprs);
+        assert_ne!(
+            crate::hash::structural_hash(&plain),
+            crate::hash::structural_hash(&fused)
+        );
+        assert_ne!(plain.to_string(), fused.to_string());
+        assert!(crate::random::to_macro_source(&fused).contains("#[fma]"));
+        assert!(!crate::random::to_macro_source(&plain).contains("#[fma]"));
+    }
+
+    #[test]
+    fn expanding_gives_back_the_bits_without_fusion() {
+        for c in crate::random::spread_configs(40) {
+            let plain = crate::random::random_stencil(&c);
+            let fused = super::contract(&plain);
+            let expanded = super::expand(&fused);
+            assert!(!expanded.fma && fused.fma);
+            crate::verify(&expanded).unwrap();
+            // The same bits as the unfused kernel.
+            let halo = crate::analysis::radius(&plain).max() as usize;
+            let shape = &[5, 4, 3][..plain.n_dims];
+            let same = match plain.elem() {
+                ElemType::F32 => same_bits(
+                    &run_random::<f32>(&plain, shape, halo, c.seed),
+                    &run_random::<f32>(&expanded, shape, halo, c.seed),
+                ),
+                ElemType::F64 => same_bits(
+                    &run_random::<f64>(&plain, shape, halo, c.seed),
+                    &run_random::<f64>(&expanded, shape, halo, c.seed),
+                ),
+            };
+            assert!(same, "{plain}\n{expanded}");
+            // Contracting twice changes nothing.
+            assert_eq!(super::contract(&fused), fused);
+        }
     }
 }

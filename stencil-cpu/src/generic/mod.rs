@@ -263,6 +263,15 @@ impl<'r, T: Element> GenericRun<'r, T> {
                     let (below, rest) = bools.split_at_mut(dst * len);
                     ops::not(&mut rest[..n], &below[arg * len..][..n]);
                 }
+                Op::Fma { dst, a, b, c } => {
+                    let (below, rest) = real.split_at_mut(dst * len);
+                    ops::fma(
+                        &mut rest[..n],
+                        operand(below, read_rows, a, len, n),
+                        operand(below, read_rows, b, len, n),
+                        operand(below, read_rows, c, len, n),
+                    );
+                }
                 Op::Select {
                     dst,
                     cond,
