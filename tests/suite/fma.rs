@@ -175,7 +175,7 @@ fn same_bits_as_interpreter<const D: usize>(
     let name = backend.name();
     launch
         .on(backend)
-        .schedule(schedule.clone())
+        .schedule(schedule)
         .run()
         .unwrap_or_else(|e| panic!("{name} {schedule:?}: {e}"));
     let mut n = 0;

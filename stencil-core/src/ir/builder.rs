@@ -227,7 +227,7 @@ impl KernelBuilder {
 
     /// Asks for fused multiply-add (`#[fma]` in the kernel language): when the kernel is
     /// finished, every addition of a product is contracted into an [`Expr::Fma`] node by
-    /// [`passes::contract`](crate::passes::contract) (one rounding instead of two; see there
+    /// [`passes::contract`](mod@crate::passes::contract) (one rounding instead of two; see there
     /// for the rule). Off by default.
     pub fn fma(&mut self, on: bool) -> &mut Self {
         self.kernel.fma = on;
@@ -246,7 +246,7 @@ impl KernelBuilder {
     }
 
     /// Verifies and returns the kernel, or every reason it is invalid; a kernel with
-    /// [`fma`](Self::fma) on is contracted ([`passes::contract`](crate::passes::contract))
+    /// [`fma`](Self::fma) on is contracted ([`passes::contract`](mod@crate::passes::contract))
     /// once it verifies.
     pub fn finish(self) -> Result<Kernel, VerifyErrors> {
         verify(&self.kernel)?;

@@ -423,7 +423,7 @@ pub enum Expr {
     /// Boolean negation (boolean-valued).
     Not(ExprId),
     /// `a * b + c` rounded once (IEEE 754 `fusedMultiplyAdd`): the node the contraction pass
-    /// ([`passes::contract`](crate::passes::contract)) makes of an addition of a product in a
+    /// ([`passes::contract`](mod@crate::passes::contract)) makes of an addition of a product in a
     /// kernel with [`Kernel::fma`] set, and only there (the verifier rejects it elsewhere).
     Fma {
         /// The product's left factor.
@@ -539,7 +539,7 @@ pub struct Kernel {
     /// Fused multiply-add on request (`#[fma]` in the kernel language,
     /// [`KernelBuilder::fma`]): additions of a product are contracted into [`Expr::Fma`]
     /// nodes, one rounding instead of two, by the one rule of
-    /// [`passes::contract`](crate::passes::contract), which the builder applies when it
+    /// [`passes::contract`](mod@crate::passes::contract), which the builder applies when it
     /// finishes. Off by default: then every operation rounds on its own, as written.
     pub fma: bool,
 }

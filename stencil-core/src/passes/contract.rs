@@ -1,7 +1,8 @@
 //! [`contract`]: fused multiply-add, the one contraction rule every evaluator follows.
 //!
-//! A kernel with [`Kernel::fma`] set (`#[fma]`, [`KernelBuilder::fma`]) is rewritten once,
-//! when the builder finishes it, so the interpreter, the macro's point loop, the CPU's
+//! A kernel with [`Kernel::fma`] set (`#[fma]`,
+//! [`KernelBuilder::fma`](crate::KernelBuilder::fma)) is rewritten once, when the builder
+//! finishes it, so the interpreter, the macro's point loop, the CPU's
 //! run-time evaluator and the PTX generator all see the same explicit [`Expr::Fma`] nodes and
 //! compute the same bits (`f64::mul_add`/`f32::mul_add` on the CPU, `fma.rn` in PTX). The rule,
 //! applied to every addition and subtraction node of the arena in order, looking at its
