@@ -147,7 +147,7 @@ stencil! {
 }
 
 stencil! {
-    /// [`jacobi7`] with fused multiply-add (`#[fma]`): `c0 * u + c1 * (..)` rounds once.
+    /// [`jacobi7()`] with fused multiply-add (`#[fma]`): `c0 * u + c1 * (..)` rounds once.
     #[fma]
     pub fn jacobi7_fma(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
         out[i, j, k] = c0 * u[i, j, k]
@@ -155,7 +155,7 @@ stencil! {
                   + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
     }
 
-    /// [`jacobi7_f32`] with fused multiply-add.
+    /// [`jacobi7_f32()`] with fused multiply-add.
     #[fma]
     pub fn jacobi7_f32_fma(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32) {
         out[i, j, k] = c0 * u[i, j, k]
@@ -163,7 +163,7 @@ stencil! {
                   + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
     }
 
-    /// [`jacobi27`] with fused multiply-add: three fused nodes per point.
+    /// [`jacobi27()`] with fused multiply-add: three fused nodes per point.
     #[fma]
     pub fn jacobi27_fma(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64, c2: f64, c3: f64) {
         let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
@@ -176,7 +176,7 @@ stencil! {
         out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
     }
 
-    /// [`jacobi27_f32`] with fused multiply-add.
+    /// [`jacobi27_f32()`] with fused multiply-add.
     #[fma]
     pub fn jacobi27_f32_fma(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32, c2: f32, c3: f32) {
         let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
@@ -189,13 +189,13 @@ stencil! {
         out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
     }
 
-    /// [`five_point`] with fused multiply-add.
+    /// [`five_point()`] with fused multiply-add.
     #[fma]
     pub fn five_point_fma(u: &Grid2<f64>, out: &mut Grid2<f64>, c0: f64, c1: f64) {
         out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
     }
 
-    /// [`star4`] with fused multiply-add: four fused nodes per point.
+    /// [`star4()`] with fused multiply-add: four fused nodes per point.
     #[fma]
     pub fn star4_fma(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64, c2: f64, c3: f64, c4: f64) {
         out[i, j, k] = c0 * u[i, j, k]
