@@ -4,6 +4,8 @@
 //! sparse matrix-vector product as a variable-coefficient stencil, a 1-D smoother, and the two
 //! stages of a staggered (velocity-pressure) acoustic solver in 2-D and 3-D, for
 //! [`Stages`](crate::Stages).
+//! The `_fma` variants of the 7- and 27-point Jacobi, the 5-point Laplacian and the star are
+//! the same kernels with fused multiply-add (`#[fma]`), for measuring what it buys.
 //!
 //! Each kernel is a function with the kernel's signature returning a [`Launch`],
 //! plus a module of the same name whose `stencil()` gives the compiled kernel.
@@ -149,5 +151,65 @@ stencil! {
                               kappa: &Grid3<f64>, p_next: &mut Grid3<f64>, s: f64) {
         p_next[i, j, k] = p[i, j, k] - s * kappa[i, j, k] * (vx[i+1/2, j, k] - vx[i-1/2, j, k]
             + vy[i, j+1/2, k] - vy[i, j-1/2, k] + vz[i, j, k+1/2] - vz[i, j, k-1/2]);
+    }
+}
+
+stencil! {
+    /// [`jacobi7()`] with fused multiply-add (`#[fma]`): `c0 * u + c1 * (..)` rounds once.
+    #[fma]
+    pub fn jacobi7_fma(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
+                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
+    }
+
+    /// [`jacobi7_f32()`] with fused multiply-add.
+    #[fma]
+    pub fn jacobi7_f32_fma(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k]
+                  + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1]);
+    }
+
+    /// [`jacobi27()`] with fused multiply-add: three fused nodes per point.
+    #[fma]
+    pub fn jacobi27_fma(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64, c2: f64, c3: f64) {
+        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
+            + u[i, j, k-1] + u[i, j, k+1];
+        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
+            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
+            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
+        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
+            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
+        out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
+    }
+
+    /// [`jacobi27_f32()`] with fused multiply-add.
+    #[fma]
+    pub fn jacobi27_f32_fma(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32, c2: f32, c3: f32) {
+        let faces = u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k]
+            + u[i, j, k-1] + u[i, j, k+1];
+        let edges = u[i-1, j-1, k] + u[i-1, j+1, k] + u[i+1, j-1, k] + u[i+1, j+1, k]
+            + u[i-1, j, k-1] + u[i-1, j, k+1] + u[i+1, j, k-1] + u[i+1, j, k+1]
+            + u[i, j-1, k-1] + u[i, j-1, k+1] + u[i, j+1, k-1] + u[i, j+1, k+1];
+        let corners = u[i-1, j-1, k-1] + u[i-1, j-1, k+1] + u[i-1, j+1, k-1] + u[i-1, j+1, k+1]
+            + u[i+1, j-1, k-1] + u[i+1, j-1, k+1] + u[i+1, j+1, k-1] + u[i+1, j+1, k+1];
+        out[i, j, k] = c0 * u[i, j, k] + c1 * faces + c2 * edges + c3 * corners;
+    }
+
+    /// [`five_point()`] with fused multiply-add.
+    #[fma]
+    pub fn five_point_fma(u: &Grid2<f64>, out: &mut Grid2<f64>, c0: f64, c1: f64) {
+        out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
+    }
+
+    /// [`star4()`] with fused multiply-add: four fused nodes per point.
+    #[fma]
+    pub fn star4_fma(u: &Grid3<f64>, out: &mut Grid3<f64>, c0: f64, c1: f64, c2: f64, c3: f64, c4: f64) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1])
+            + c2 * (u[i-2, j, k] + u[i+2, j, k] + u[i, j-2, k] + u[i, j+2, k] + u[i, j, k-2] + u[i, j, k+2])
+            + c3 * (u[i-3, j, k] + u[i+3, j, k] + u[i, j-3, k] + u[i, j+3, k] + u[i, j, k-3] + u[i, j, k+3])
+            + c4 * (u[i-4, j, k] + u[i+4, j, k] + u[i, j-4, k] + u[i, j+4, k] + u[i, j, k-4] + u[i, j, k+4]);
     }
 }

@@ -4,7 +4,9 @@
 //! `run()` (the 7-point stencil on an 8^3 grid, which computes in well under a microsecond).
 //! Then the loops in cache on one thread ([`loop_rows`]): W1, W2, W3 and the radius-4 star,
 //! f64 and f32, the library's default and tuned schedules beside the naive C loop compiled
-//! in the same run (module `c_loop`), timed in the same rounds.
+//! in the same run (module `c_loop`), timed in the same rounds, and each kernel's `#[fma]`
+//! variant under the default schedule ("library, fma": one rounding per `a * b + c`, as gcc
+//! contracts by default; fast only where the build targets an FMA instruction).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -21,6 +23,12 @@ use crate::workloads::{Imp, Workload};
 stencil! {
     /// The 2-D 5-point Laplacian in f32.
     fn five_point_f32(u: &Grid2<f32>, out: &mut Grid2<f32>, c0: f32, c1: f32) {
+        out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
+    }
+
+    /// The same with fused multiply-add.
+    #[fma]
+    fn five_point_f32_fma(u: &Grid2<f32>, out: &mut Grid2<f32>, c0: f32, c1: f32) {
         out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
     }
 }
@@ -286,6 +294,28 @@ pub(crate) fn loop_rows(
     rows
 }
 
+/// The `#[fma]` variant of the kernel of C symbol `symbol`, if it has one.
+fn fma_variant<T: Element, const D: usize>(symbol: &str) -> Option<Bind<T, D>> {
+    let w1: Bind<f64, 3> = |u, o, c| kernels::jacobi7_fma(u, o, c[0], c[1]);
+    let w1_f32: Bind<f32, 3> = |u, o, c| kernels::jacobi7_f32_fma(u, o, c[0], c[1]);
+    let w2: Bind<f64, 3> = |u, o, c| kernels::jacobi27_fma(u, o, c[0], c[1], c[2], c[3]);
+    let w2_f32: Bind<f32, 3> = |u, o, c| kernels::jacobi27_f32_fma(u, o, c[0], c[1], c[2], c[3]);
+    let w3: Bind<f64, 2> = |u, o, c| kernels::five_point_fma(u, o, c[0], c[1]);
+    let w3_f32: Bind<f32, 2> = |u, o, c| five_point_f32_fma(u, o, c[0], c[1]);
+    let star: Bind<f64, 3> = |u, o, c| kernels::star4_fma(u, o, c[0], c[1], c[2], c[3], c[4]);
+    let variant: Box<dyn std::any::Any> = match symbol {
+        "w1_f64" => Box::new(w1),
+        "w1_f32" => Box::new(w1_f32),
+        "w2_f64" => Box::new(w2),
+        "w2_f32" => Box::new(w2_f32),
+        "w3_f64" => Box::new(w3),
+        "w3_f32" => Box::new(w3_f32),
+        "star4_f64" => Box::new(star),
+        _ => return None,
+    };
+    variant.downcast::<Bind<T, D>>().ok().map(|b| *b)
+}
+
 /// A kernel's call on its grids and coefficients.
 type Bind<T, const D: usize> =
     for<'a> fn(&'a Grid<T, D>, &'a mut Grid<T, D>, &[T; 5]) -> Launch<'a, T, D>;
@@ -298,12 +328,16 @@ struct Case<T: Element, const D: usize> {
     out: Grid<T, D>,
     coefficients: [T; 5],
     bind: Bind<T, D>,
+    /// The same kernel with fused multiply-add (`#[fma]`), for the "library, fma" row.
+    fused: Option<Bind<T, D>>,
 }
 
 /// How a [`Case`] sweeps once.
 enum Way<'a, T> {
     C(Sweep<T>),
     Library(&'a CpuBackend, Schedule),
+    /// The `#[fma]` variant under a schedule.
+    Fused(&'a CpuBackend, Schedule),
     Tuned(&'a CpuBackend, &'a TuningCache),
 }
 
@@ -340,6 +374,7 @@ impl<T: Element, const D: usize> Case<T, D> {
             out,
             coefficients: coefficients.map(T::from_f64),
             bind,
+            fused: fma_variant::<T, D>(symbol),
         }
     }
 
@@ -373,6 +408,16 @@ impl<T: Element, const D: usize> Case<T, D> {
             }
             Way::Library(backend, schedule) => {
                 (self.bind)(&self.u, &mut self.out, &self.coefficients)
+                    .on(backend)
+                    .schedule(schedule)
+                    .run()
+                    .expect("bench: run")
+            }
+            Way::Fused(backend, schedule) => {
+                let fused = self
+                    .fused
+                    .expect("bench: a Fused way needs the fma variant");
+                fused(&self.u, &mut self.out, &self.coefficients)
                     .on(backend)
                     .schedule(schedule)
                     .run()
@@ -427,6 +472,13 @@ impl<T: Element, const D: usize> Measured for Case<T, D> {
             Way::Library(backend, Schedule::Cpu(no_prefetch)),
         ));
         ways.push(("stencil-tuned".to_string(), Way::Tuned(backend, cache)));
+        if self.fused.is_some() {
+            // Fused multiply-add (one rounding per `a * b + c`), as gcc contracts by default.
+            ways.push((
+                "library, fma".to_string(),
+                Way::Fused(backend, Schedule::Cpu(CpuSchedule::default())),
+            ));
+        }
         // The first tuned call tunes; then every way against the library's default.
         self.sweep(&Way::Tuned(backend, cache));
         let expected = self.output(&ways[n_c].1);

@@ -4,7 +4,8 @@
 //! a product and a sum into a fused multiply-add changes how a point's value is rounded, by
 //! at most a few units in the last place of the largest partial result, never of the final
 //! value (which may be small where large terms cancel). For a kernel made of `+`, `-`, `*`,
-//! negation and `abs` over reads, parameters and constants, the *magnitude* of a point (the
+//! negation, `abs` and fused multiply-adds (`#[fma]`) over reads, parameters and constants,
+//! the *magnitude* of a point (the
 //! same expression with every constant, parameter and input value replaced by its absolute
 //! value and every subtraction by an addition) bounds every partial result of every order of
 //! evaluation, so `|got - want| <= (4 + 2 * operations) * epsilon * magnitude` (plus the
@@ -149,8 +150,13 @@ fn factor(kernel: &Kernel) -> f64 {
     let operations = kernel
         .exprs
         .iter()
-        .filter(|e| matches!(e, Expr::Unary { .. } | Expr::Binary { .. }))
-        .count();
+        .map(|e| match e {
+            Expr::Unary { .. } | Expr::Binary { .. } => 1,
+            // A multiplication and an addition.
+            Expr::Fma { .. } => 2,
+            _ => 0,
+        })
+        .sum::<usize>();
     (4 + 2 * operations) as f64
 }
 
@@ -189,6 +195,8 @@ fn absolute(kernel: &Kernel) -> Option<Kernel> {
             Expr::Binary {
                 op: BinaryOp::Mul, ..
             } => continue,
+            // `|a| * |b| + |c|`: the operands are already absolute.
+            Expr::Fma { .. } => continue,
             _ => return None,
         };
     }

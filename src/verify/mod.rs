@@ -16,6 +16,13 @@
 //! tiles are checked too; every other shape gives each grid of the call a different row
 //! padding ([`Grid::with_padding`]), so a backend that assumes the fields share strides is
 //! caught.
+//!
+//! A kernel with fused multiply-add (`#[fma]`) has the interpreter evaluating its fused nodes
+//! as oracle, so backends that keep the interpreter's operations are held to those bits like
+//! any kernel's (every CPU schedule but the retimed loop; the PTX emulator and GPU code within
+//! the per-point bound); in addition, each shape's fused oracle is checked against the same
+//! kernel without fusion within the per-point bound (the rounding change is bounded; see
+//! `fused.rs`).
 
 use std::fmt;
 
@@ -28,6 +35,7 @@ use stencil_core::{
 use stencil_cpu::CpuBackend;
 use stencil_cuda::EmulatedGpu;
 
+mod fused;
 pub(crate) mod magnitude;
 mod steps;
 
@@ -418,6 +426,14 @@ fn verify_dims<T: Element, const D: usize>(
                 expected.iter_mut().map(|g| g.view_mut()).collect();
             interp::run_reducing(kernel, &views, &mut outs, &params)
         };
+        if kernel.fma {
+            let oracle = fused::Fused {
+                outputs: &expected,
+                reductions: &expected_reductions,
+                start: &start,
+            };
+            fused::check_rounding_change(kernel, &inputs, &params, (shape, halo), &oracle, config)?;
+        }
         // Per-point bounds for backends that reassociate (kernels of sums and products), when
         // a backend on this shape has a schedule that does.
         let reassociates = backends

@@ -114,6 +114,10 @@ pub trait Element:
     fn max(self, other: Self) -> Self;
     /// `self` raised to `other`.
     fn powf(self, other: Self) -> Self;
+    /// `self * a + b` rounded once (IEEE 754 `fusedMultiplyAdd`, Rust's `mul_add`): exact
+    /// bits on every target; fast only where the target has an FMA instruction (x86-64 needs
+    /// the `fma` target feature, else the standard library calls a software routine).
+    fn mul_add(self, a: Self, b: Self) -> Self;
     /// Whether the value is NaN.
     fn is_nan(self) -> bool;
 }
@@ -185,6 +189,10 @@ macro_rules! impl_element {
             #[inline(always)]
             fn powf(self, other: Self) -> Self {
                 $t::powf(self, other)
+            }
+            #[inline(always)]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                $t::mul_add(self, a, b)
             }
             #[inline(always)]
             fn is_nan(self) -> bool {

@@ -70,6 +70,10 @@ pub fn structural_hash(kernel: &Kernel) -> KernelHash {
         });
         h.u8(elem_tag(reduction.elem));
     }
+    // Kernels without fused multiply-add hash as they did before it existed.
+    if kernel.fma {
+        h.bytes(b"fma");
+    }
     h.len(kernel.lets.len());
     h.len(kernel.exprs.len());
     for expr in &kernel.exprs {
@@ -167,6 +171,12 @@ fn encode_expr(h: &mut Fnv1a128, expr: &Expr, id: &dyn Fn(&mut Fnv1a128, ExprId)
         Expr::Not(arg) => {
             h.u8(8);
             id(h, arg);
+        }
+        Expr::Fma { a, b, c } => {
+            h.u8(10);
+            id(h, a);
+            id(h, b);
+            id(h, c);
         }
         Expr::Select {
             cond,

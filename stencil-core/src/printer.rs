@@ -14,7 +14,9 @@
 //!   store out = %4
 //! ```
 //!
-//! The header lists the kernel's name, dimensions and index names, then every field and
+//! The header lists the kernel's name, dimensions and index names (followed by `, fma` for a
+//! kernel with fused multiply-add, whose `fma %a, %b, %c` nodes compute `a * b + c` rounded
+//! once), then every field and
 //! parameter in declaration order; then every expression of the arena in order (dead ones
 //! included: this shows the IR as it is), then the statements. A `let` prints under its name,
 //! suffixed with `#id` when another `let` shares the name. Constants print with `{:?}`, which
@@ -39,10 +41,11 @@ impl fmt::Display for Kernel {
         let names = Names { kernel: self };
         writeln!(
             f,
-            "kernel {}, {}-D over [{}]",
+            "kernel {}, {}-D over [{}]{}",
             self.name,
             self.n_dims,
-            self.index_names.join(", ")
+            self.index_names.join(", "),
+            if self.fma { ", fma" } else { "" }
         )?;
         for field in &self.fields {
             let role = match field.role {
@@ -179,6 +182,9 @@ impl Names<'_> {
                 write!(f, "{name} %{}, %{}", lhs.index(), rhs.index())
             }
             Expr::Not(arg) => write!(f, "not %{}", arg.index()),
+            Expr::Fma { a, b, c } => {
+                write!(f, "fma %{}, %{}, %{}", a.index(), b.index(), c.index())
+            }
             Expr::Select {
                 cond,
                 then,

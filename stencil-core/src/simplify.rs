@@ -15,6 +15,10 @@
 //! - **Identities**: `x * 1`, `1 * x`, `x / 1`, `x - (+0)`, `x + (-0)`, `(-0) + x`, `-(-x)`,
 //!   `!!c`, `if c { x } else { x }`, and a select whose condition is known from constants.
 //!   Not `x + 0` (`-0 + 0 = +0`), not `x * 0` (`inf * 0 = NaN`), not `x - x`.
+//! - **Fused multiply-add** nodes (kernels with `#[fma]`) fold when all three operands are
+//!   constants (`mul_add` is correctly rounded) and their two factors are ordered as `*`'s.
+//!   Nothing is contracted or un-contracted: inlining a `let` may leave an addition of a
+//!   product unfused, as the `let` had it.
 //! - **Canonical operand order** for `+`, `*` (commutative exactly in IEEE), `==`, `!=`, `&&`,
 //!   `||`: operands are ordered by a structural hash of their subtrees (not by arena position),
 //!   so the result does not depend on how the input's arena was laid out. Not for `min`/`max`:
@@ -79,6 +83,7 @@ enum Key {
     Logic(LogicOp, ExprId, ExprId),
     Not(ExprId),
     Select(ExprId, ExprId, ExprId),
+    Fma(ExprId, ExprId, ExprId),
 }
 
 impl Key {
@@ -102,6 +107,7 @@ impl Key {
                 then,
                 otherwise,
             } => Key::Select(cond, then, otherwise),
+            Expr::Fma { a, b, c } => Key::Fma(a, b, c),
         })
     }
 }
@@ -227,7 +233,22 @@ impl<'k, T: Element> Simplifier<'k, T> {
                 then,
                 otherwise,
             } => self.select(new(cond), new(then), new(otherwise)),
+            Expr::Fma { a, b, c } => self.fma(new(a), new(b), new(c)),
         }
+    }
+
+    /// A fused multiply-add: folded when every operand is a constant (it is correctly
+    /// rounded), the factors in canonical order (`a * b` is exactly `b * a`).
+    fn fma(&mut self, a: ExprId, b: ExprId, c: ExprId) -> ExprId {
+        if let (Some(x), Some(y), Some(z)) = (
+            self.constant_value(a),
+            self.constant_value(b),
+            self.constant_value(c),
+        ) {
+            return self.constant(x.mul_add(y, z));
+        }
+        let (a, b) = self.ordered(a, b);
+        self.intern(Expr::Fma { a, b, c })
     }
 
     /// The id of `expr` in the new arena, adding it if no identical node exists.
@@ -426,6 +447,11 @@ fn renumber_in_evaluation_order(mut kernel: Kernel) -> Kernel {
                 cond: map(cond),
                 then: map(then),
                 otherwise: map(otherwise),
+            },
+            Expr::Fma { a, b, c } => Expr::Fma {
+                a: map(a),
+                b: map(b),
+                c: map(c),
             },
             ref leaf => leaf.clone(),
         })

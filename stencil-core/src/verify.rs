@@ -80,6 +80,9 @@ pub enum VerifyErrorKind {
     ExpectedReal,
     /// A real was given where a boolean is needed.
     ExpectedBoolean,
+    /// A fused multiply-add node in a kernel without [`Kernel::fma`](crate::Kernel::fma)
+    /// (fused nodes come only from the contraction of a kernel that asks for them).
+    FmaWithoutFlag,
 }
 
 /// One problem in a kernel.
@@ -153,6 +156,9 @@ impl fmt::Display for VerifyErrorKind {
             LetDefinedTwice(n) => write!(f, "temporary `{n}` is defined twice"),
             ExpectedReal => f.write_str("expected a number, found a condition"),
             ExpectedBoolean => f.write_str("expected a condition, found a number"),
+            FmaWithoutFlag => f.write_str(
+                "a fused multiply-add node in a kernel without fused multiply-add (`#[fma]`)",
+            ),
         }
     }
 }
@@ -349,6 +355,14 @@ impl Verifier<'_> {
                     self.expect_boolean(rhs, at);
                 }
                 Expr::Not(arg) => self.expect_boolean(arg, at),
+                Expr::Fma { a, b, c } => {
+                    if !k.fma {
+                        self.push(VerifyErrorKind::FmaWithoutFlag, at);
+                    }
+                    self.expect_real(a, at);
+                    self.expect_real(b, at);
+                    self.expect_real(c, at);
+                }
                 Expr::Select {
                     cond,
                     then,

@@ -38,6 +38,8 @@ pub struct CheckedKernel {
     /// Whether something was replaced by a placeholder without an error of its own (the
     /// verifier reports it), so errors that follow from the placeholder must be dropped.
     pub degraded: bool,
+    /// Whether the kernel asks for fused multiply-add (`#[fma]`).
+    pub fma: bool,
 }
 
 /// A grid parameter.

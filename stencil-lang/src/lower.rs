@@ -40,6 +40,7 @@ pub fn lower(checked: &CheckedKernel, diagnostics: &mut Diagnostics) -> Option<K
     };
     let names: Vec<&str> = checked.index_names.iter().map(String::as_str).collect();
     lowering.builder.index_names(&names);
+    lowering.builder.fma(checked.fma);
     for field in &checked.fields {
         let id = lowering.builder.field(&field.name, field.role, field.elem);
         lowering.fields.push(id);

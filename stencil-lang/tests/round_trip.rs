@@ -222,6 +222,35 @@ fn random_stencils_round_trip_to_the_same_kernel() {
     }
 }
 
+/// Kernels with fused multiply-add print with `#[fma]` and each fused node as `a * b + c`,
+/// which compiles back to the same fused nodes: same bits, same simplified structure, and the
+/// flag kept (a flag lost would compute the unfused bits and hash differently).
+#[test]
+fn fused_kernels_round_trip_with_their_attribute() {
+    let mut fused_nodes = 0;
+    let mut kernels: Vec<Kernel> = configs().iter().take(60).map(random_stencil).collect();
+    kernels.push(star(2, ElemType::F64));
+    kernels.push(twenty_seven_point_repeated(ElemType::F32));
+    for k in kernels {
+        let k = stencil_core::passes::contract(&k);
+        fused_nodes += k
+            .exprs
+            .iter()
+            .filter(|e| matches!(e, stencil_core::Expr::Fma { .. }))
+            .count();
+        let text = to_macro_source(&k);
+        assert!(text.contains("#[fma]"), "{text}");
+        let back = round_trip(&k);
+        assert!(back.fma, "{text}");
+        assert_eq!(
+            structural_hash(&simplify(&back)),
+            structural_hash(&simplify(&k)),
+            "{text}"
+        );
+    }
+    assert!(fused_nodes > 60, "only {fused_nodes} fused nodes");
+}
+
 #[test]
 fn shared_subexpressions_keep_the_text_linear() {
     // x_{n+1} = tanh(x_n * x_n + x_n), 40 times: 2^40 leaves if printed as a tree.

@@ -11,6 +11,7 @@ mod compile_fail;
 mod coords;
 mod cpu_schedules;
 mod errors;
+mod fma;
 mod functions;
 mod in_place;
 mod independent;

@@ -10,6 +10,7 @@
 //! | `add`, `sub`, `mul`, `div`, `min`, `max`, `pow`             | 1     |
 //! | `neg`, `abs`, `sqrt`, `exp`, `ln`, `sin`, `cos`, `tan`, `tanh`, `floor`, `ceil` | 1 |
 //! | comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`)               | 1     |
+//! | fused multiply-add (`#[fma]`)                                | 2 (a multiplication and an addition) |
 //! | `&&`, `\|\|`, `!`, select (`if`)                            | 0 (mask logic, not arithmetic) |
 //! | constant, parameter, read, `let` reference                  | 0     |
 //!
@@ -41,6 +42,8 @@ pub fn flops_per_point(kernel: &Kernel) -> u32 {
 fn node_flops(expr: &Expr) -> usize {
     match expr {
         Expr::Unary { .. } | Expr::Binary { .. } | Expr::Compare { .. } => 1,
+        // A multiplication and an addition, as before contraction.
+        Expr::Fma { .. } => 2,
         Expr::Const(_)
         | Expr::Param(_)
         | Expr::Read { .. }

@@ -399,6 +399,7 @@ impl Plan {
                 })
             }
             Expr::Not(arg) => Value::Bool(!boolean(arg)),
+            Expr::Fma { a, b, c } => Value::Real(real(a).mul_add(real(b), real(c))),
             Expr::Select {
                 cond,
                 then,

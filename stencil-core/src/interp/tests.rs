@@ -367,3 +367,92 @@ fn index_values_and_the_step_number_are_the_point_s_indices_and_the_run_s_step()
     }
     assert_eq!(output.get(&[3, 6]), input.get(&[3, 6]) + 30.0 - 30.0);
 }
+
+/// `out = c * u[i-1] + u[i+1]` (and `u[i+1] - c * u[i-1]`), with fused multiply-add as asked.
+fn fused_kernel<T: Element>(fma: bool, subtract: bool) -> Kernel {
+    let mut b = KernelBuilder::new("fused", 1, T::ELEM);
+    b.fma(fma);
+    let u = b.input("u");
+    let out = b.output("out");
+    let c = b.param("c");
+    let (left, right) = (b.read(u, &[-1]), b.read(u, &[1]));
+    let c = b.param_ref(c);
+    let product = b.mul(c, left);
+    let value = if subtract {
+        b.sub(right, product)
+    } else {
+        b.add(product, right)
+    };
+    b.store(out, value);
+    b.finish().unwrap()
+}
+
+/// An fma kernel computes each fused node as `mul_add` (one rounding), computed here with
+/// the standard library's `mul_add`; on these grids that differs from the two roundings of
+/// the plain kernel at some points, so the test tells the two apart.
+fn check_fused<T: Element + std::fmt::Debug>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    let u = TestGrid::<T>::random(&[64], 1, &mut rng);
+    let c = T::from_f64(1.0 / 3.0);
+    let poison = T::from_f64(-7.25);
+    for subtract in [false, true] {
+        let fused = run_on(
+            &fused_kernel::<T>(true, subtract),
+            std::slice::from_ref(&u),
+            &[c],
+            poison,
+        );
+        let plain = run_on(
+            &fused_kernel::<T>(false, subtract),
+            std::slice::from_ref(&u),
+            &[c],
+            poison,
+        );
+        let mut differ = 0;
+        for p in interior_points(&[64]) {
+            let (l, r) = (u.get(&[p[0] - 1]), u.get(&[p[0] + 1]));
+            let expect = if subtract {
+                (-c).mul_add(l, r)
+            } else {
+                c.mul_add(l, r)
+            };
+            let unfused = if subtract { r - c * l } else { c * l + r };
+            let got = fused[0].get(&p);
+            assert_eq!(
+                got.to_f64().to_bits(),
+                expect.to_f64().to_bits(),
+                "at {p:?}"
+            );
+            assert_eq!(
+                plain[0].get(&p).to_f64().to_bits(),
+                unfused.to_f64().to_bits()
+            );
+            differ += usize::from(got.to_f64().to_bits() != unfused.to_f64().to_bits());
+        }
+        assert!(differ > 0, "no point where fusing changes the bits");
+    }
+}
+
+#[test]
+fn fused_multiply_add_rounds_once() {
+    check_fused::<f64>(31);
+    check_fused::<f32>(32);
+}
+
+#[test]
+fn fused_nodes_are_rejected_without_the_flag() {
+    let mut b = KernelBuilder::new("fused", 1, ElemType::F64);
+    let u = b.input("u");
+    let out = b.output("out");
+    let x = b.read(u, &[0]);
+    let value = b.fma_node(x, x, x);
+    b.store(out, value);
+    let errors = b.finish().unwrap_err();
+    assert!(
+        errors
+            .errors
+            .iter()
+            .any(|e| e.kind == crate::verify::VerifyErrorKind::FmaWithoutFlag),
+        "{errors}"
+    );
+}

@@ -56,6 +56,7 @@ impl KernelBuilder {
                 lets: Vec::new(),
                 exprs: Vec::new(),
                 body: Vec::new(),
+                fma: false,
             },
             elem,
         }
@@ -235,14 +236,36 @@ impl KernelBuilder {
         self.kernel.body.push(Stmt::Reduce { reduction, value });
     }
 
+    /// Asks for fused multiply-add (`#[fma]` in the kernel language): when the kernel is
+    /// finished, every addition of a product is contracted into an [`Expr::Fma`] node by
+    /// [`passes::contract`](mod@crate::passes::contract) (one rounding instead of two; see there
+    /// for the rule). Off by default.
+    pub fn fma(&mut self, on: bool) -> &mut Self {
+        self.kernel.fma = on;
+        self
+    }
+
+    /// `a * b + c` rounded once; valid only in a kernel with [`fma`](Self::fma) on (the
+    /// verifier rejects it elsewhere).
+    pub fn fma_node(&mut self, a: ExprId, b: ExprId, c: ExprId) -> ExprId {
+        self.expr(Expr::Fma { a, b, c })
+    }
+
     /// The kernel as built so far, unverified (for tools that want to show a broken kernel).
     pub fn peek(&self) -> &Kernel {
         &self.kernel
     }
 
-    /// Verifies and returns the kernel, or every reason it is invalid.
+    /// Verifies and returns the kernel, or every reason it is invalid; a kernel with
+    /// [`fma`](Self::fma) on is contracted ([`passes::contract`](mod@crate::passes::contract))
+    /// once it verifies.
     pub fn finish(self) -> Result<Kernel, VerifyErrors> {
         verify(&self.kernel)?;
+        if self.kernel.fma {
+            let contracted = crate::passes::contract(&self.kernel);
+            verify(&contracted)?;
+            return Ok(contracted);
+        }
         Ok(self.kernel)
     }
 }

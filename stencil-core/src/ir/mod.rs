@@ -432,6 +432,17 @@ pub enum Expr {
     },
     /// Boolean negation (boolean-valued).
     Not(ExprId),
+    /// `a * b + c` rounded once (IEEE 754 `fusedMultiplyAdd`): the node the contraction pass
+    /// ([`passes::contract`](mod@crate::passes::contract)) makes of an addition of a product in a
+    /// kernel with [`Kernel::fma`] set, and only there (the verifier rejects it elsewhere).
+    Fma {
+        /// The product's left factor.
+        a: ExprId,
+        /// The product's right factor.
+        b: ExprId,
+        /// The addend.
+        c: ExprId,
+    },
     /// `if cond { then } else { otherwise }`: both branches are evaluated (no side effects).
     Select {
         /// The condition (boolean).
@@ -462,6 +473,7 @@ impl Expr {
                 then,
                 otherwise,
             } => (Some(cond), Some(then), Some(otherwise)),
+            Expr::Fma { a, b, c } => (Some(a), Some(b), Some(c)),
         };
         a.into_iter().chain(b).chain(c)
     }
@@ -537,6 +549,12 @@ pub struct Kernel {
     pub exprs: Vec<Expr>,
     /// Statements, in execution order.
     pub body: Vec<Stmt>,
+    /// Fused multiply-add on request (`#[fma]` in the kernel language,
+    /// [`KernelBuilder::fma`]): additions of a product are contracted into [`Expr::Fma`]
+    /// nodes, one rounding instead of two, by the one rule of
+    /// [`passes::contract`](mod@crate::passes::contract), which the builder applies when it
+    /// finishes. Off by default: then every operation rounds on its own, as written.
+    pub fma: bool,
 }
 
 impl Kernel {

@@ -14,6 +14,9 @@
 //! - a real-valued node used more than once (other than a leaf) becomes a `let eN = ...;` just
 //!   before the first statement that needs it, so the text stays linear in the IR's size even
 //!   for deeply shared DAGs (boolean nodes cannot be `let`-bound and are repeated instead);
+//! - a kernel with fused multiply-add gets `#[fma]`, and each fused node prints as
+//!   `a * b + c`, which the language contracts back into the same node (a kernel the builder
+//!   finished has no addition of a product left unfused, so nothing else contracts);
 //! - constants print with `{:?}` of `f64`, which parses back to the same bits; infinities
 //!   print as `(1.0 / 0.0)` / `(-1.0 / 0.0)` and NaN as `(0.0 / 0.0)` (same values, one more
 //!   node each).
@@ -190,6 +193,9 @@ impl<'k> Printer<'k> {
         let fn_name = NameTable::default().claim(&k.name);
         let mut out = String::new();
         out.push_str("stencil! {\n");
+        if k.fma {
+            out.push_str("    #[fma]\n");
+        }
         let _ = writeln!(out, "    pub fn {fn_name}({}) {{", args.join(", "));
         for stmt in &k.body {
             let value = stmt.value();
@@ -333,6 +339,12 @@ impl<'k> Printer<'k> {
                 self.infix(lhs, symbol, rhs, strength, strength + 1)
             }
             Expr::Not(arg) => (format!("!{}", self.render(arg, ATOM)), PREFIX),
+            // `a * b + c` in an `#[fma]` kernel contracts to this node again (the rule of
+            // `passes::contract`): the product is an operand node of the addition.
+            Expr::Fma { a, b, c } => {
+                let (product, _) = self.infix(a, "*", b, PRODUCT, PRODUCT + 1);
+                (format!("{product} + {}", self.render(c, SUM + 1)), SUM)
+            }
             Expr::Select {
                 cond,
                 then,

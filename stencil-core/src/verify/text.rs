@@ -138,6 +138,7 @@ fn expr(kernel: &Kernel, id: ExprId, depth: usize) -> String {
             format!("{} {symbol} {}", operand(lhs), operand(rhs))
         }
         Expr::Not(arg) => format!("!{}", operand(arg)),
+        Expr::Fma { a, b, c } => format!("{} * {} + {}", operand(a), operand(b), operand(c)),
         Expr::Select {
             cond,
             then,

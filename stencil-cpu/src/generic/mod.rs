@@ -285,6 +285,15 @@ impl<'r, T: Element> GenericRun<'r, T> {
                         values.fill(T::from_f64(row_first[dim] as f64));
                     }
                 }
+                Op::Fma { dst, a, b, c } => {
+                    let (below, rest) = real.split_at_mut(dst * len);
+                    ops::fma(
+                        &mut rest[..n],
+                        operand(below, read_rows, a, len, n),
+                        operand(below, read_rows, b, len, n),
+                        operand(below, read_rows, c, len, n),
+                    );
+                }
                 Op::Select {
                     dst,
                     cond,

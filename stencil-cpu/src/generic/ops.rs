@@ -78,6 +78,15 @@ pub(super) fn not(out: &mut [bool], a: &[bool]) {
     map1(out, a, |x: bool| !x);
 }
 
+/// `out = a * b + c` rounded once (`mul_add`, as the interpreter).
+pub(super) fn fma<T: Element>(out: &mut [T], a: &[T], b: &[T], c: &[T]) {
+    let n = out.len();
+    let (a, b, c) = (&a[..n], &b[..n], &c[..n]);
+    for (((o, &x), &y), &z) in out.iter_mut().zip(a).zip(b).zip(c) {
+        *o = x.mul_add(y, z);
+    }
+}
+
 /// `out = if cond { then } else { otherwise }`, element-wise.
 pub(super) fn select<T: Element>(out: &mut [T], cond: &[bool], then: &[T], otherwise: &[T]) {
     let n = out.len();

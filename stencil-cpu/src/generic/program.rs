@@ -73,6 +73,13 @@ pub(crate) enum Op {
     /// Real `dst` = each point's index along dimension `dim` (`Expr::Index`), converted to
     /// the element type as the interpreter does.
     Index { dim: usize, dst: usize },
+    /// Real `dst = a * b + c`, rounded once.
+    Fma {
+        dst: usize,
+        a: Source,
+        b: Source,
+        c: Source,
+    },
     /// Real `dst = if cond { then } else { otherwise }` (both evaluated).
     Select {
         dst: usize,
@@ -353,6 +360,12 @@ impl<'k> Compiler<'k> {
                     then,
                     otherwise,
                 });
+                Value::Real(Source::Slot(dst))
+            }
+            Expr::Fma { a, b, c } => {
+                let (a, b, c) = (self.real(a), self.real(b), self.real(c));
+                let dst = self.new_real();
+                self.program.ops.push(Op::Fma { dst, a, b, c });
                 Value::Real(Source::Slot(dst))
             }
         }

@@ -180,6 +180,21 @@ impl Ctx<'_> {
                 self.b.push(Inst::NotPred { dst, a });
                 dst
             }
+            // `fma.rn`: one rounding, the interpreter's `mul_add`.
+            Expr::Fma { a, b, c } => {
+                let a = operand(self, a)?;
+                let b = operand(self, b)?;
+                let c = operand(self, c)?;
+                let dst = self.b.reg(self.fclass);
+                self.b.push(Inst::Fma {
+                    ty: fty,
+                    dst,
+                    a: a.into(),
+                    b: b.into(),
+                    c: c.into(),
+                });
+                dst
+            }
             Expr::Select {
                 cond,
                 then,

@@ -172,3 +172,47 @@ fn seed_kernels_assemble_for_every_variant_and_arch() {
 fn random_stencils_assemble_for_every_variant_and_arch() {
     check_all(&common::random_kernels(12), "random");
 }
+
+/// Kernels with fused multiply-add (`#[fma]`, core's contraction): each fused node is one
+/// `fma.rn` (more of them than the unfused kernel's PTX holds), and every variant assembles.
+#[test]
+fn fused_multiply_add_kernels_assemble() {
+    let (f64s, f32s) = common::seed_kernels();
+    let plain: Vec<Kernel> = f64s
+        .iter()
+        .take(6)
+        .chain(f32s.iter().take(2))
+        .cloned()
+        .chain(common::random_kernels(4))
+        .collect();
+    let fused: Vec<Kernel> = plain.iter().map(stencil_core::passes::contract).collect();
+    let mut fused_kernels = 0;
+    for (p, f) in plain.iter().zip(&fused) {
+        let n_fused = f
+            .exprs
+            .iter()
+            .filter(|e| matches!(e, stencil_core::Expr::Fma { .. }))
+            .count();
+        let shape = shape_for(f);
+        let count = |k: &Kernel| {
+            let g = generate(
+                k,
+                &default_schedule(k, &shape),
+                &geometries(k, &shape),
+                80,
+                CodegenOptions::default(),
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", k.name));
+            g.ptx().matches("fma.rn.").count()
+        };
+        if n_fused > 0 {
+            assert!(count(f) >= count(p) + n_fused, "`{}`", f.name);
+            fused_kernels += 1;
+        }
+    }
+    assert!(
+        fused_kernels >= 8,
+        "only {fused_kernels} kernels with fused nodes"
+    );
+    check_all(&fused, "fma");
+}

@@ -6,6 +6,7 @@
 //! [`validate`](crate::validate)'s job), so the model may refer to unknown names.
 
 mod body;
+mod fma;
 mod helper;
 mod rotate;
 mod signature;
@@ -23,6 +24,7 @@ use crate::parse::KernelItem;
 /// Builds the model of one parsed kernel, reporting syntax the kernel language lacks.
 pub fn build(mut item: KernelItem, diagnostics: &mut Diagnostics) -> Kernel {
     let rotate = rotate::take(&mut item.attrs, diagnostics);
+    let fma = fma::take(&mut item.attrs, diagnostics);
     let args = signature::build_args(&item.sig, diagnostics);
     let body = match &item.body {
         Ok(statements) => body::build_body(statements, diagnostics),
@@ -39,6 +41,7 @@ pub fn build(mut item: KernelItem, diagnostics: &mut Diagnostics) -> Kernel {
         body,
         body_span: item.body_span,
         rotate,
+        fma,
     }
 }
 

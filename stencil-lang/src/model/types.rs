@@ -23,6 +23,8 @@ pub struct Kernel {
     pub body_span: Span,
     /// The `#[rotate(..)]` attribute, taken off `attrs`.
     pub rotate: Option<Rotate>,
+    /// Whether `#[fma]` asks for fused multiply-add (the attribute taken off `attrs`).
+    pub fma: bool,
 }
 
 /// One parameter of the kernel function.

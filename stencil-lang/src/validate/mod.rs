@@ -197,6 +197,7 @@ pub fn check(
         reductions: context.reductions,
         body,
         degraded: context.degraded,
+        fma: kernel.fma,
     }
 }
 

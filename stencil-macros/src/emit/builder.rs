@@ -112,6 +112,10 @@ pub(super) fn build_statements(kernel: &Kernel) -> TokenStream {
         let mut b = #p::KernelBuilder::new(#name, #n_dims, #elem);
         b.index_names(&[#(#index_names),*]);
     };
+    if kernel.fma {
+        // Replayed on fused nodes, the contraction at `finish` changes nothing.
+        out.extend(quote!(b.fma(true);));
+    }
     for (i, field) in kernel.fields.iter().enumerate() {
         let field_name = &field.name;
         let call = match field.role {
@@ -213,6 +217,10 @@ fn expr_call(kernel: &Kernel, i: usize) -> TokenStream {
         } => {
             let (cond, then, otherwise) = (e(cond), e(then), e(otherwise));
             quote!(b.select(#cond, #then, #otherwise))
+        }
+        Expr::Fma { a, b, c } => {
+            let (a, b, c) = (e(a), e(b), e(c));
+            quote!(b.fma_node(#a, #b, #c))
         }
     }
 }

@@ -734,6 +734,12 @@ fn node_statement(
             let (cond, then, otherwise) = (e(cond), e(then), e(otherwise));
             quote!(if #cond { #then } else { #otherwise })
         }
+        // One rounding, as the interpreter: `mul_add` is IEEE fusedMultiplyAdd on every
+        // target (an FMA instruction where the target has one, a software routine otherwise).
+        Expr::Fma { a, b, c } => {
+            let (a, b, c) = (e(a), e(b), e(c));
+            quote!(#p::Element::mul_add(#a, #b, #c))
+        }
     };
     let ty = if node.is_boolean() {
         quote!(bool)

@@ -115,6 +115,10 @@ fn scalar(kernel: &Kernel, id: ExprId) -> Option<TokenStream> {
                 BinaryOp::Pow => quote!(#p::Element::powf(#lhs, #rhs)),
             }
         }
+        Expr::Fma { a, b, c } => {
+            let (a, b, c) = (scalar(kernel, a)?, scalar(kernel, b)?, scalar(kernel, c)?);
+            quote!(#p::Element::mul_add(#a, #b, #c))
+        }
         _ => return None,
     })
 }
