@@ -6,10 +6,28 @@
 //! build without the feature and neither side needs the other's internals.
 
 use stencil_core::grid::{Boundary, Grid};
-use stencil_core::{Backend, Element, Kernel, Result, Rotation, Schedule, Stencil};
+use stencil_core::{
+    Backend, Element, Error, ErrorKind, Kernel, Result, Rotation, Schedule, Stencil,
+};
 
 use crate::loop_grid::LoopGrid;
 use crate::tuning::TuneReport;
+
+/// `Ok` unless `kernel` (of the loop's `stage`, for a message) reads its point's indices,
+/// which a loop across MPI ranks refuses: each rank would read its own box's indices, not the
+/// global ones.
+pub(crate) fn refuse_indices_across(kernel: &Kernel, what: &str) -> Result<()> {
+    if kernel.reads_indices() {
+        return Err(Error::new(
+            ErrorKind::BadArgument,
+            format!(
+                "{what} reads its point's indices, which a loop across MPI ranks does not give \
+                 as global indices: bind a coefficient grid instead"
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// What a time loop needs of a distributed domain (`stencil::mpi::Domain`, which implements
 /// it with the feature `mpi`): how many steps run per halo exchange, the exchanges of the

@@ -128,7 +128,25 @@ use crate::tuning::{self, TuneSettings};
 mod across;
 mod resolve;
 
-use resolve::Resolved;
+/// A loop's grids and stages resolved by name (see `Stages::resolve`).
+pub(super) struct Resolved<T> {
+    /// The grids' names by slot.
+    pub(super) names: GridNames,
+    /// Per loop grid (in the order given): its slot.
+    pub(super) slot: Vec<FieldSlot>,
+    /// The stages the loop runs, in step order.
+    pub(super) stages: Vec<ResolvedStage<T>>,
+}
+
+/// A stage of a [`Resolved`] loop.
+pub(super) struct ResolvedStage<T> {
+    /// Which of the loop's stages.
+    pub(super) index: usize,
+    /// Per kernel field: the loop grid (index in the order given).
+    pub(super) grids: Vec<usize>,
+    /// Parameter values (declaration order).
+    pub(super) params: Vec<T>,
+}
 
 /// One kernel of a step: its fields bound to the loop's grids by name, its parameters by name.
 #[derive(Clone, Debug)]

@@ -460,15 +460,11 @@ impl<'g, T: Element, const D: usize> Steps<'g, T, D> {
         let stencil = self.stencil;
         let kernel = stencil.kernel();
         let rotation = Rotation::new(kernel, &self.chains)?;
-        if self.across.is_some() && kernel.reads_indices() {
-            return Err(Error::new(
-                ErrorKind::BadArgument,
-                format!(
-                    "kernel `{}` reads its point's indices, which a loop across MPI ranks does \
-                     not give as global indices: bind a coefficient grid instead",
-                    kernel.name
-                ),
-            ));
+        if self.across.is_some() {
+            crate::distribution::refuse_indices_across(
+                kernel,
+                &format!("kernel `{}`", kernel.name),
+            )?;
         }
         let params = self.bound_params()?;
         self.check_grids(&rotation)?;

@@ -18,8 +18,9 @@ use stencil_core::stages::GridNames;
 use stencil_core::time_loop::FieldSlot;
 use stencil_core::{Element, Error, ErrorKind, MAX_DIMS, Result, Role};
 
-use super::resolve::{Resolved, ResolvedStage};
-use super::{SourcePoints, Sparse, Stages, StagesReport, grid_of, run_loop};
+use super::{
+    Resolved, ResolvedStage, SourcePoints, Sparse, Stages, StagesReport, grid_of, run_loop,
+};
 use crate::distribution::StageDistribution;
 use crate::loop_grid::LoopGrid;
 
@@ -206,20 +207,12 @@ impl<T: Element, const D: usize> Stages<'_, T, D> {
         steps: usize,
     ) -> Result<Prepared<T>> {
         let plan = self.resolve()?;
-        if let Some(stage) = plan
-            .stages
-            .iter()
-            .map(|s| &self.stages[s.index])
-            .find(|def| def.stencil.kernel().reads_indices())
-        {
-            return Err(Error::new(
-                ErrorKind::BadArgument,
-                format!(
-                    "stage `{}` reads its point's indices, which a loop across MPI ranks does \
-                     not give as global indices: bind a coefficient grid instead",
-                    stage.name
-                ),
-            ));
+        for stage in &plan.stages {
+            let def = &self.stages[stage.index];
+            crate::distribution::refuse_indices_across(
+                def.stencil.kernel(),
+                &format!("stage `{}`", def.name),
+            )?;
         }
         for (name, grid) in &self.grids {
             across

@@ -5,28 +5,8 @@ use stencil_core::stages::GridNames;
 use stencil_core::time_loop::FieldSlot;
 use stencil_core::{Element, Error, ErrorKind, Result, Role};
 
-use super::{Stages, grid_of};
+use super::{Resolved, ResolvedStage, Stages, grid_of};
 use crate::loop_grid::LoopGrid;
-
-/// A loop's grids and stages resolved by name (see [`Stages::resolve`]).
-pub(super) struct Resolved<T> {
-    /// The grids' names by slot.
-    pub(super) names: GridNames,
-    /// Per loop grid (in the order given): its slot.
-    pub(super) slot: Vec<FieldSlot>,
-    /// The stages the loop runs, in step order.
-    pub(super) stages: Vec<ResolvedStage<T>>,
-}
-
-/// A stage of a [`Resolved`] loop.
-pub(super) struct ResolvedStage<T> {
-    /// Which of the loop's stages.
-    pub(super) index: usize,
-    /// Per kernel field: the loop grid (index in the order given).
-    pub(super) grids: Vec<usize>,
-    /// Parameter values (declaration order).
-    pub(super) params: Vec<T>,
-}
 
 impl<T: Element, const D: usize> Stages<'_, T, D> {
     /// Resolves the loop's names: each grid's slot (chains first, then the written grids in

@@ -17,7 +17,9 @@
 use stencil_core::grid::Grid;
 use stencil_core::{Element, Error, ErrorKind, FieldViewMut, Kernel, Result, interp};
 
-use super::{VerifyConfig, agrees, magnitude, special_agrees};
+use super::agree::{agrees, special_agrees};
+use super::config::VerifyConfig;
+use super::magnitude;
 
 /// The oracle's values of a shape, and how its outputs start.
 pub(super) struct Fused<'a, T: Element, const D: usize> {

@@ -35,66 +35,17 @@ use stencil_core::{
 use stencil_cpu::CpuBackend;
 use stencil_cuda::EmulatedGpu;
 
+mod agree;
+mod config;
 mod fused;
 pub(crate) mod magnitude;
 mod steps;
 
+pub use config::VerifyConfig;
 pub use steps::{verify_steps, verify_steps_with};
 
-/// How `verify` samples cases.
-#[derive(Clone, Debug)]
-pub struct VerifyConfig {
-    /// Seed of the random grids and parameters (the same seed gives the same cases).
-    pub seed: u64,
-    /// Interior shapes to try; `None` for the built-in set of tiny, odd and prime shapes
-    /// for the kernel's dimension count, plus, on backends whose schedules run on several
-    /// threads, one of just over 2^15 points (the CPU backend runs smaller jobs on the
-    /// calling thread, so its pool, partitions, barriers and time-loop tiles need it).
-    pub shapes: Option<Vec<Vec<usize>>>,
-    /// Relative tolerance in units of the element type's epsilon, scaled by
-    /// `max(1, max |reference|)` of each output. Used only where neither stricter check
-    /// applies: where a backend computes the interpreter's bits
-    /// ([`Backend::matches_interpreter_bits`]: the CPU backend except the retimed loop),
-    /// every value must be those bits (a NaN any NaN); elsewhere, for kernels made only of
-    /// `+`, `-`, `*`, negation and `abs` over reads, parameters and constants, each point must
-    /// be within `(4 + 2 n) * epsilon * (m + smallest normal)` of the interpreter's value,
-    /// where `n` counts the kernel's operations and `m` is the point's magnitude (the kernel
-    /// evaluated in `f64` with every constant, parameter and input value replaced by its
-    /// absolute value and every subtraction by an addition), which bounds every order of
-    /// evaluation, factoring and fused multiply-add of a correct backend. Kernels with other
-    /// operations (division, functions, `min`, `max`, `pow`, `select`) on such backends
-    /// (the GPU code) are held to this tolerance.
-    pub tolerance_eps: f64,
-    /// Special-values mode (default `false`): about one input point in six (interior and halo)
-    /// holds a special value instead of a uniform one in `[-1, 1]`: NaN, `+inf`, `-inf`, `+0`,
-    /// `-0`, the smallest subnormal and its negation, the largest finite value and its
-    /// negation, or `1e30` (f32) / `1e300` (f64). The interpreter's semantics are Rust's IEEE
-    /// 754 arithmetic, which every backend must share: NaN propagates through arithmetic and
-    /// the functions; `min` and `max` return the other operand when one is NaN (IEEE
-    /// `minNum`/`maxNum`); every comparison with a NaN is false (`!=` true), so `select` and
-    /// `if` take the else branch; subnormals are kept, never flushed to zero; infinities
-    /// follow IEEE rules (`inf - inf` is NaN). Where the backend computes the interpreter's
-    /// bits every value must be those bits (signed zeros included). Elsewhere (reassociated
-    /// or contracted arithmetic, which may overflow where the interpreter's order does not)
-    /// only points clear of overflow are held to a value: for kernels of sums and products, a
-    /// point a NaN reached must be NaN, and one whose magnitude is at most 2^-20 of the
-    /// largest finite value must be within the per-point bound; for other kernels a finite
-    /// reference of at most that size must be matched by a finite value within
-    /// `tolerance_eps` epsilons of `max(1, |reference|)`. Used by [`verify`]
-    /// and [`verify_with`]; [`verify_steps`] ignores it.
-    pub special_values: bool,
-}
-
-impl Default for VerifyConfig {
-    fn default() -> Self {
-        VerifyConfig {
-            seed: 0x5eed_57e9_c11a,
-            shapes: None,
-            tolerance_eps: 4096.0,
-            special_values: false,
-        }
-    }
-}
+pub(crate) use agree::CLEAR_OF_OVERFLOW;
+use agree::{agrees, bits, special_agrees};
 
 /// What `verify` checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -335,10 +286,6 @@ fn special<T: Element>(rng: &mut Rng) -> T {
     T::from_f64(values[rng.index(values.len())])
 }
 
-fn bits<T: Element>(v: T) -> u64 {
-    v.to_f64().to_bits()
-}
-
 /// One run of a case: the outputs, and the reductions the backend set.
 type RunResult<T, const D: usize> = (Vec<Grid<T, D>>, Vec<Option<T>>);
 
@@ -524,64 +471,6 @@ fn verify_dims<T: Element, const D: usize>(
         }
     }
     report.unless_empty("verify")
-}
-
-/// [`VerifyConfig::special_values`] for a backend that does not compute the interpreter's
-/// bits: reassociation and contraction may overflow, or not, where the interpreter's order
-/// does not, so only points clear of overflow are held to a value. With a per-point
-/// `magnitude` (kernels of sums and products): a NaN magnitude (a NaN reached the point,
-/// which every order propagates) requires NaN; a finite one at most [`CLEAR_OF_OVERFLOW`]
-/// times the largest finite value requires the value within `bound`; others nothing. Without
-/// one: a finite reference of at most that size requires the same class (a finite value)
-/// within `tolerance_eps` epsilons of `max(1, |reference|)`; others nothing.
-fn special_agrees<T: Element>(
-    got: T,
-    want: T,
-    magnitude: Option<f64>,
-    bound: f64,
-    config: &VerifyConfig,
-) -> bool {
-    let largest = match T::ELEM {
-        ElemType::F64 => f64::MAX,
-        ElemType::F32 => f64::from(f32::MAX),
-    };
-    let clear = |m: f64| m.is_finite() && m <= CLEAR_OF_OVERFLOW * largest;
-    let (g, w) = (got.to_f64(), want.to_f64());
-    match magnitude {
-        Some(m) if m.is_nan() => g.is_nan(),
-        Some(m) if clear(m) => class(got) == class(want) && agrees(got, want, false, bound),
-        Some(_) => true,
-        None if clear(w.abs()) => {
-            let tol = config.tolerance_eps * T::EPSILON.to_f64() * w.abs().max(1.0);
-            g.is_finite() && agrees(got, want, false, tol)
-        }
-        None => true,
-    }
-}
-
-/// How far below the largest finite value a magnitude or reference value must stay for
-/// [`special_agrees`] to hold a point to a value (2^-20).
-pub(crate) const CLEAR_OF_OVERFLOW: f64 = 1.0 / 1_048_576.0;
-
-/// NaN, `+inf`, `-inf` or finite, as 0 to 3.
-fn class<T: Element>(v: T) -> u8 {
-    let v = v.to_f64();
-    match v {
-        _ if v.is_nan() => 0,
-        f64::INFINITY => 1,
-        f64::NEG_INFINITY => 2,
-        _ => 3,
-    }
-}
-
-/// Whether a backend's value `got` agrees with the oracle's `want`: the same bits (any NaN
-/// for a NaN) when `exact`, else also any value within `tol`.
-fn agrees<T: Element>(got: T, want: T, exact: bool, tol: f64) -> bool {
-    let (g, w) = (got.to_f64(), want.to_f64());
-    if bits(got) == bits(want) || (g.is_nan() && w.is_nan()) {
-        return true;
-    }
-    !exact && (g - w).abs() <= tol
 }
 
 struct Case<'a> {

@@ -23,7 +23,8 @@ use stencil_core::{
 use stencil_cpu::CpuBackend;
 use stencil_cuda::EmulatedGpu;
 
-use super::{VerifyConfig, VerifyReport, bits, config_shapes, poison};
+use super::agree::{agrees, bits};
+use super::{VerifyConfig, VerifyReport, config_shapes, poison};
 use crate::Steps;
 
 /// Verifies the time loop of `stencil` with rotation `chains` (each an output, then the inputs
@@ -294,7 +295,7 @@ fn compare<T: Element, const D: usize>(
                     format!("{what}: grid `{}` element {k} was not written", field.name),
                 ));
             }
-            if !super::agrees(a, b, exact, tol) {
+            if !agrees(a, b, exact, tol) {
                 let allowed = match exact {
                     true => "exactly".to_string(),
                     false => format!("tolerance {tol:e}"),

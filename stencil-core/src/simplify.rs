@@ -421,40 +421,7 @@ fn renumber_in_evaluation_order(mut kernel: Kernel) -> Kernel {
     let map = |id: ExprId| renumber[id.index()].expect("operand of a reached node is reached");
     let exprs = order
         .iter()
-        .map(|&old| match kernel.exprs[old.index()] {
-            Expr::Unary { op, arg } => Expr::Unary { op, arg: map(arg) },
-            Expr::Binary { op, lhs, rhs } => Expr::Binary {
-                op,
-                lhs: map(lhs),
-                rhs: map(rhs),
-            },
-            Expr::Compare { op, lhs, rhs } => Expr::Compare {
-                op,
-                lhs: map(lhs),
-                rhs: map(rhs),
-            },
-            Expr::Logic { op, lhs, rhs } => Expr::Logic {
-                op,
-                lhs: map(lhs),
-                rhs: map(rhs),
-            },
-            Expr::Not(arg) => Expr::Not(map(arg)),
-            Expr::Select {
-                cond,
-                then,
-                otherwise,
-            } => Expr::Select {
-                cond: map(cond),
-                then: map(then),
-                otherwise: map(otherwise),
-            },
-            Expr::Fma { a, b, c } => Expr::Fma {
-                a: map(a),
-                b: map(b),
-                c: map(c),
-            },
-            ref leaf => leaf.clone(),
-        })
+        .map(|&old| kernel.exprs[old.index()].map_operands(map))
         .collect();
     for stmt in &mut kernel.body {
         match stmt {

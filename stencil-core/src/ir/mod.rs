@@ -478,6 +478,50 @@ impl Expr {
         a.into_iter().chain(b).chain(c)
     }
 
+    /// The same node with each operand replaced by `map(operand)` (a renumbering by a pass
+    /// that rebuilds the arena); leaves are returned as they are.
+    pub fn map_operands(&self, map: impl Fn(ExprId) -> ExprId) -> Expr {
+        match *self {
+            Expr::Const(_)
+            | Expr::Param(_)
+            | Expr::Read { .. }
+            | Expr::Let(_)
+            | Expr::Index(_)
+            | Expr::Step => self.clone(),
+            Expr::Unary { op, arg } => Expr::Unary { op, arg: map(arg) },
+            Expr::Binary { op, lhs, rhs } => Expr::Binary {
+                op,
+                lhs: map(lhs),
+                rhs: map(rhs),
+            },
+            Expr::Compare { op, lhs, rhs } => Expr::Compare {
+                op,
+                lhs: map(lhs),
+                rhs: map(rhs),
+            },
+            Expr::Logic { op, lhs, rhs } => Expr::Logic {
+                op,
+                lhs: map(lhs),
+                rhs: map(rhs),
+            },
+            Expr::Not(arg) => Expr::Not(map(arg)),
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => Expr::Select {
+                cond: map(cond),
+                then: map(then),
+                otherwise: map(otherwise),
+            },
+            Expr::Fma { a, b, c } => Expr::Fma {
+                a: map(a),
+                b: map(b),
+                c: map(c),
+            },
+        }
+    }
+
     /// Whether the node is boolean-valued (a comparison, connective or negation).
     pub fn is_boolean(&self) -> bool {
         matches!(

@@ -84,7 +84,7 @@ pub fn contract(kernel: &Kernel) -> Kernel {
         };
         let id = match rewritten {
             Some((a, b, c)) => push(&mut exprs, Expr::Fma { a, b, c }),
-            None => push(&mut exprs, remap(expr, &map)),
+            None => push(&mut exprs, expr.map_operands(&map)),
         };
         new_id.push(id);
     }
@@ -137,7 +137,7 @@ pub fn expand(kernel: &Kernel) -> Kernel {
                     rhs: map(c),
                 }
             }
-            ref other => remap(other, &map),
+            ref other => other.map_operands(&map),
         };
         exprs.push(node);
         new_id.push(ExprId::new(exprs.len() - 1));
@@ -182,7 +182,7 @@ fn drop_dead(mut kernel: Kernel) -> Kernel {
     for (index, expr) in kernel.exprs.iter().enumerate() {
         if live[index] {
             let map = |id: ExprId| new_id[id.index()].expect("operand of a live node is live");
-            exprs.push(remap(expr, &map));
+            exprs.push(expr.map_operands(&map));
             new_id[index] = Some(ExprId::new(exprs.len() - 1));
         }
     }
@@ -196,49 +196,6 @@ fn drop_dead(mut kernel: Kernel) -> Kernel {
     }
     kernel.exprs = exprs;
     kernel
-}
-
-/// `expr` with each operand mapped through `map`.
-fn remap(expr: &Expr, map: &dyn Fn(ExprId) -> ExprId) -> Expr {
-    match *expr {
-        Expr::Const(_)
-        | Expr::Param(_)
-        | Expr::Read { .. }
-        | Expr::Let(_)
-        | Expr::Index(_)
-        | Expr::Step => expr.clone(),
-        Expr::Unary { op, arg } => Expr::Unary { op, arg: map(arg) },
-        Expr::Binary { op, lhs, rhs } => Expr::Binary {
-            op,
-            lhs: map(lhs),
-            rhs: map(rhs),
-        },
-        Expr::Compare { op, lhs, rhs } => Expr::Compare {
-            op,
-            lhs: map(lhs),
-            rhs: map(rhs),
-        },
-        Expr::Logic { op, lhs, rhs } => Expr::Logic {
-            op,
-            lhs: map(lhs),
-            rhs: map(rhs),
-        },
-        Expr::Not(arg) => Expr::Not(map(arg)),
-        Expr::Select {
-            cond,
-            then,
-            otherwise,
-        } => Expr::Select {
-            cond: map(cond),
-            then: map(then),
-            otherwise: map(otherwise),
-        },
-        Expr::Fma { a, b, c } => Expr::Fma {
-            a: map(a),
-            b: map(b),
-            c: map(c),
-        },
-    }
 }
 
 #[cfg(test)]
