@@ -84,7 +84,7 @@ pub fn contract(kernel: &Kernel) -> Kernel {
         };
         let id = match rewritten {
             Some((a, b, c)) => push(&mut exprs, Expr::Fma { a, b, c }),
-            None => push(&mut exprs, expr.map_operands(&map)),
+            None => push(&mut exprs, expr.map_operands(map)),
         };
         new_id.push(id);
     }
@@ -137,7 +137,7 @@ pub fn expand(kernel: &Kernel) -> Kernel {
                     rhs: map(c),
                 }
             }
-            ref other => other.map_operands(&map),
+            ref other => other.map_operands(map),
         };
         exprs.push(node);
         new_id.push(ExprId::new(exprs.len() - 1));
@@ -182,7 +182,7 @@ fn drop_dead(mut kernel: Kernel) -> Kernel {
     for (index, expr) in kernel.exprs.iter().enumerate() {
         if live[index] {
             let map = |id: ExprId| new_id[id.index()].expect("operand of a live node is live");
-            exprs.push(expr.map_operands(&map));
+            exprs.push(expr.map_operands(map));
             new_id[index] = Some(ExprId::new(exprs.len() - 1));
         }
     }
