@@ -39,8 +39,8 @@ pub struct VerifyConfig {
     /// point a NaN reached must be NaN, and one whose magnitude is at most 2^-20 of the
     /// largest finite value must be within the per-point bound; for other kernels a finite
     /// reference of at most that size must be matched by a finite value within
-    /// `tolerance_eps` epsilons of `max(1, |reference|)`. Used by [`verify`](crate::verify)
-    /// and [`verify_with`](crate::verify_with); [`verify_steps`](crate::verify_steps) ignores it.
+    /// `tolerance_eps` epsilons of `max(1, |reference|)`. Used by [`verify`](crate::verify())
+    /// and [`verify_with`](crate::verify_with()); [`verify_steps`](crate::verify_steps()) ignores it.
     pub special_values: bool,
 }
 
