@@ -77,10 +77,10 @@ pub use stages::{Receivers, Sources, Stage, Stages, StagesReport};
 pub use stencil_core::grid::{Boundary, DEFAULT_HALO, Grid, Grid1, Grid2, Grid3, Grid4, Side};
 pub use stencil_core::schedule::{GpuVariant, MergeKind};
 pub use stencil_core::{
-    Backend, Capabilities, CpuSchedule, CpuStores, ElemType, Element, Error, ErrorKind, FieldView,
-    FieldViewMut, Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Max, Min, ReduceOp,
-    ReductionTarget, Result, Rotation, Schedule, Stencil, Sum, TimeLoop, analysis, hash, interp,
-    ir, random, reduce,
+    Backend, Capabilities, CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, ElemType, Element, Error,
+    ErrorKind, FieldView, FieldViewMut, Geometry, GpuSchedule, Job, Kernel, KernelBuilder, Max,
+    Min, PREFETCH_AUTO, ReduceOp, ReductionTarget, Result, Rotation, Schedule, Stencil, Sum,
+    TimeLoop, analysis, hash, interp, ir, random, reduce,
 };
 pub use stencil_cpu::{CpuBackend, PoolActivity};
 pub use stencil_macros::stencil;

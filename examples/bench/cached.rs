@@ -148,6 +148,8 @@ pub(crate) struct LoopRow {
     /// Median of the C loop (contracting, then `-ffp-contract=off`) in the same rounds; NaN
     /// without `cc`.
     pub(crate) c_ms: [f64; 2],
+    /// The schedule the tuner chose, for the tuned row.
+    pub(crate) schedule: Option<String>,
 }
 
 impl LoopRow {
@@ -169,7 +171,7 @@ impl LoopRow {
         format!(
             "{{\"in_cache\":\"{}\",\"impl\":\"{}\",\"threads\":1,\"ms_median\":{:.4},\
              \"ms_min\":{:.4},\"ms_max\":{:.4},\"gpts\":{:.4},\"over_c\":{},\
-             \"over_c_nofma\":{}}}",
+             \"over_c_nofma\":{},\"schedule\":{}}}",
             self.kernel,
             self.imp,
             self.stats.median,
@@ -178,6 +180,9 @@ impl LoopRow {
             self.gpts(),
             over(self.c_ms[0]),
             over(self.c_ms[1]),
+            self.schedule
+                .as_ref()
+                .map_or("null".to_string(), |s| format!("{s:?}")),
         )
     }
 }
@@ -215,6 +220,12 @@ pub(crate) fn loop_table(rows: &[LoopRow]) -> String {
             over(r.c_ms[0]),
             over(r.c_ms[1]),
         );
+    }
+    out.push('\n');
+    for r in rows {
+        if let Some(schedule) = &r.schedule {
+            let _ = writeln!(out, "{:<22} tuned: {schedule}", r.kernel);
+        }
     }
     out
 }
@@ -378,7 +389,8 @@ impl<T: Element, const D: usize> Case<T, D> {
         }
     }
 
-    fn sweep(&mut self, way: &Way<'_, T>) {
+    /// One sweep; for [`Way::Tuned`], the description of the schedule it ran.
+    fn sweep(&mut self, way: &Way<'_, T>) -> Option<String> {
         match *way {
             Way::C(sweep) => {
                 let g = *self.u.geometry();
@@ -405,13 +417,15 @@ impl<T: Element, const D: usize> Case<T, D> {
                 // two are distinct allocations (`restrict`), `d` and the coefficients live
                 // through the call.
                 unsafe { sweep(u, out, d.as_ptr(), self.coefficients.as_ptr()) };
+                None
             }
             Way::Library(backend, schedule) => {
                 (self.bind)(&self.u, &mut self.out, &self.coefficients)
                     .on(backend)
                     .schedule(schedule)
                     .run()
-                    .expect("bench: run")
+                    .expect("bench: run");
+                None
             }
             Way::Fused(backend, schedule) => {
                 let fused = self
@@ -421,13 +435,15 @@ impl<T: Element, const D: usize> Case<T, D> {
                     .on(backend)
                     .schedule(schedule)
                     .run()
-                    .expect("bench: run")
+                    .expect("bench: run");
+                None
             }
             Way::Tuned(backend, cache) => (self.bind)(&self.u, &mut self.out, &self.coefficients)
                 .on(backend)
                 .tune(TunePolicy::Quick)
                 .tuning_cache(cache.clone())
-                .run()
+                .run_with_report()
+                .map(|report| Some(report.description))
                 .expect("bench: run"),
         }
     }
@@ -480,7 +496,7 @@ impl<T: Element, const D: usize> Measured for Case<T, D> {
             ));
         }
         // The first tuned call tunes; then every way against the library's default.
-        self.sweep(&Way::Tuned(backend, cache));
+        let tuned = self.sweep(&Way::Tuned(backend, cache));
         let expected = self.output(&ways[n_c].1);
         let tolerance = if size_of::<T>() == 4 { 1e-5 } else { 1e-12 };
         for (name, way) in &ways {
@@ -496,7 +512,9 @@ impl<T: Element, const D: usize> Measured for Case<T, D> {
                 .count();
             assert!(bad == 0, "bench: {} {name}: {bad} values differ", self.name);
         }
-        let stats = rounds(ways.len(), repeats, |k| self.sweep(&ways[k].1));
+        let stats = rounds(ways.len(), repeats, |k| {
+            self.sweep(&ways[k].1);
+        });
         let c_ms = if n_c == 2 {
             [stats[0].median, stats[1].median]
         } else {
@@ -505,12 +523,15 @@ impl<T: Element, const D: usize> Measured for Case<T, D> {
         let points = self.u.geometry().shape[..D].iter().product();
         ways.into_iter()
             .zip(stats)
-            .map(|((imp, _), stats)| LoopRow {
+            .map(|((imp, way), stats)| LoopRow {
                 kernel: self.name,
                 imp,
                 stats,
                 points,
                 c_ms,
+                schedule: matches!(way, Way::Tuned(..))
+                    .then(|| tuned.clone())
+                    .flatten(),
             })
             .collect()
     }

@@ -51,8 +51,8 @@ pub use ir::{
 pub use job::Job;
 pub use reduce::{Max, Min, ReductionTarget, Sum};
 pub use schedule::{
-    CacheSizes, CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS, Schedule,
-    TuningSpace,
+    CacheSizes, CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, GpuSchedule, JAMMED_ROWS,
+    PREFETCH_AUTO, Schedule, TuningSpace,
 };
 pub use stages::StageLoop;
 pub use stencil::{CpuLoop, Stencil};

@@ -327,12 +327,15 @@ impl<T: Element> Backend<T> for CpuBackend {
         let streams = job.outputs().len() + kernel.reductions.len();
         let points = extents.iter().product::<usize>() * streams;
         let output_bytes = points * std::mem::size_of::<T>();
+        let grid_bytes = output_bytes
+            + extents.iter().product::<usize>() * job.inputs().len() * std::mem::size_of::<T>();
         let mut plan = schedules::plan(
             &schedule,
             &extents,
             std::mem::size_of::<T>(),
             self.threads(),
             output_bytes,
+            grid_bytes,
         );
         plan.tiling = plan.tiling.shifted(offset);
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);

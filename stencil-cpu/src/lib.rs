@@ -52,6 +52,6 @@ pub use schedules::{
     AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, LONG_ROW_REGISTER_ROWS, MIN_1D_CHUNK,
 };
 pub use space::ScheduleSpace;
-pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS};
+pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, PREFETCH_AUTO};
 pub use streaming::{LINE_BYTES, StreamWidth, stream_line};
 pub use time_loop::{DEFAULT_TILE, DEFAULT_TIME_DEPTH, TIME_DEPTHS};

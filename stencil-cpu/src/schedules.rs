@@ -9,7 +9,7 @@
 //! cost vanishes). Cache blocking proper (core blocks sized to the last-level cache) is the
 //! tuner's business.
 
-use stencil_core::{CpuSchedule, CpuStores, MAX_DIMS};
+use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, MAX_DIMS, PREFETCH_AUTO};
 
 use crate::specialised::RowPlan;
 use crate::tiling::Tiling;
@@ -112,6 +112,7 @@ pub(crate) fn plan(
     elem_bytes: usize,
     threads: usize,
     output_bytes: usize,
+    grid_bytes: usize,
 ) -> Plan {
     plan_on(
         crate::Machine::detect(),
@@ -120,12 +121,14 @@ pub(crate) fn plan(
         elem_bytes,
         threads,
         output_bytes,
+        grid_bytes,
     )
 }
 
-/// [`plan`] on `machine`: `Auto` stores and register rows follow its effective caches
-/// ([`Machine::llc_share`](crate::Machine::llc_share), [`Machine::l1`](crate::Machine::l1)),
-/// measured where they were measured.
+/// [`plan`] on `machine`: `Auto` stores, [`PREFETCH_AUTO`] and register rows follow its
+/// effective caches ([`Machine::llc_share`](crate::Machine::llc_share),
+/// [`Machine::l1`](crate::Machine::l1)), measured where they were measured. `output_bytes`
+/// are the bytes the sweep writes, `grid_bytes` those of every grid it reads or writes.
 pub(crate) fn plan_on(
     machine: &crate::Machine,
     schedule: &CpuSchedule,
@@ -133,6 +136,7 @@ pub(crate) fn plan_on(
     elem_bytes: usize,
     threads: usize,
     output_bytes: usize,
+    grid_bytes: usize,
 ) -> Plan {
     let workers = match schedule.threads {
         0 => threads,
@@ -150,8 +154,9 @@ pub(crate) fn plan_on(
         CpuStores::Streaming => true,
         CpuStores::Auto => auto_streams(output_bytes, machine.llc_share()),
     };
+    let prefetch = prefetch_rows(schedule.prefetch, grid_bytes, machine.llc_share());
     let row_block = match schedule.row_block {
-        0 if streaming || schedule.prefetch > 0 => DEFAULT_STREAMING_ROW_BLOCK,
+        0 if streaming || prefetch > 0 => DEFAULT_STREAMING_ROW_BLOCK,
         0 => usize::MAX,
         n => n,
     };
@@ -162,7 +167,7 @@ pub(crate) fn plan_on(
         rows: RowPlan {
             row_block,
             streaming,
-            prefetch: schedule.prefetch,
+            prefetch,
             register_rows: register_rows(
                 schedule.register_rows,
                 shape[n_dims - 1],
@@ -170,6 +175,18 @@ pub(crate) fn plan_on(
                 machine.l1(),
             ),
         },
+    }
+}
+
+/// The rows ahead a sweep prefetches for the schedule's `prefetch` (`requested`), when the
+/// grids it reads and writes take `grid_bytes` and this process's share of the last-level
+/// cache is `llc_bytes`: [`PREFETCH_AUTO`] is [`DEFAULT_PREFETCH_ROWS`] for grids larger
+/// than that share and none for grids it holds; any other value as requested.
+pub(crate) fn prefetch_rows(requested: usize, grid_bytes: usize, llc_bytes: usize) -> usize {
+    match requested {
+        PREFETCH_AUTO if grid_bytes > llc_bytes => DEFAULT_PREFETCH_ROWS,
+        PREFETCH_AUTO => 0,
+        rows => rows,
     }
 }
 
@@ -307,15 +324,27 @@ mod tests {
         let shape = [256, 256, 256];
         let output = 128 << 20;
         let vm = machine(480 << 20, Some(32 << 20));
-        assert!(plan_on(&vm, &s, &shape, 8, 2, output).rows.streaming);
         assert!(
-            plan_on(&machine(32 << 20, None), &s, &shape, 8, 2, output)
+            plan_on(&vm, &s, &shape, 8, 2, output, 2 * output)
                 .rows
                 .streaming
         );
+        assert!(
+            plan_on(
+                &machine(32 << 20, None),
+                &s,
+                &shape,
+                8,
+                2,
+                output,
+                2 * output
+            )
+            .rows
+            .streaming
+        );
         let unmeasured = machine(480 << 20, None);
         assert!(
-            !plan_on(&unmeasured, &s, &shape, 8, 2, output)
+            !plan_on(&unmeasured, &s, &shape, 8, 2, output, 2 * output)
                 .rows
                 .streaming
         );
@@ -326,7 +355,9 @@ mod tests {
         let s = CpuSchedule::default();
         let big = [256, 256, 256];
         let m = machine(32 << 20, Some(24 << 20));
-        let plan = |s: &CpuSchedule, shape: &[usize], e, t, o| plan_on(&m, s, shape, e, t, o);
+        let plan = |s: &CpuSchedule, shape: &[usize], e, t, o: usize| {
+            plan_on(&m, s, shape, e, t, o, o.saturating_mul(2))
+        };
         let llc = m.llc_share();
         assert_eq!(llc, 24 << 20);
         let p = plan(&s, &big, 8, 2, AUTO_STREAMING_CACHES * llc);
@@ -368,6 +399,33 @@ mod tests {
     }
 
     #[test]
+    fn automatic_prefetch_follows_the_grids_against_the_cache() {
+        let m = machine(480 << 20, Some(32 << 20));
+        let llc = m.llc_share();
+        let shape = [64, 64, 64];
+        let plan = |prefetch, grids| {
+            let s = CpuSchedule {
+                prefetch,
+                ..CpuSchedule::default()
+            };
+            plan_on(&m, &s, &shape, 8, 1, 0, grids).rows
+        };
+        // Grids the measured cache holds: no prefetch, whole rows.
+        let in_cache = plan(PREFETCH_AUTO, llc);
+        assert_eq!((in_cache.prefetch, in_cache.row_block), (0, usize::MAX));
+        // Beyond the measured cache (the reported 480 MiB does not count).
+        let beyond = plan(PREFETCH_AUTO, llc + 1);
+        assert_eq!(beyond.prefetch, DEFAULT_PREFETCH_ROWS);
+        assert_eq!(beyond.row_block, DEFAULT_STREAMING_ROW_BLOCK);
+        // An explicit count, 0 included, is honoured whatever the grids.
+        for rows in [0, 1, 4] {
+            assert_eq!(plan(rows, 0).prefetch, rows);
+            assert_eq!(plan(rows, usize::MAX).prefetch, rows);
+        }
+        assert_eq!(CpuSchedule::default().prefetch, PREFETCH_AUTO);
+    }
+
+    #[test]
     fn the_sample_covers_the_promised_variety() {
         let shape = [7, 5, 13];
         let sample = sample_schedules(&shape, 4);
@@ -389,7 +447,11 @@ mod tests {
                 .iter()
                 .any(|s| s.stores == CpuStores::Streaming && !s.force_generic)
         );
-        assert!(sample.iter().any(|s| s.chunk > 0 && s.prefetch > 0));
+        assert!(
+            sample
+                .iter()
+                .any(|s| s.chunk > 0 && s.prefetch > 0 && s.prefetch != PREFETCH_AUTO)
+        );
         assert!(sample.iter().any(|s| s.force_generic));
         assert!(sample.iter().any(|s| !s.force_generic));
         assert!(sample.iter().any(|s| s.threads == 1));

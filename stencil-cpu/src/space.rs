@@ -50,6 +50,9 @@ pub struct ScheduleSpace {
     row_paddings: Vec<usize>,
     /// What the default schedule's `Auto` stores become for this kernel and shape.
     auto_stores: CpuStores,
+    /// What the default schedule's [`PREFETCH_AUTO`](stencil_core::PREFETCH_AUTO) becomes
+    /// for this kernel and shape.
+    auto_prefetch: usize,
 }
 
 impl ScheduleSpace {
@@ -164,6 +167,14 @@ impl ScheduleSpace {
         } else {
             CpuStores::Plain
         };
+        let grid_bytes = shape.iter().product::<usize>()
+            * elem
+            * (kernel.inputs().count() + kernel.outputs().count());
+        let auto_prefetch = crate::schedules::prefetch_rows(
+            stencil_core::PREFETCH_AUTO,
+            grid_bytes,
+            machine.llc_share(),
+        );
         ScheduleSpace {
             shape: shape.to_vec(),
             tiles,
@@ -182,6 +193,7 @@ impl ScheduleSpace {
                 vec![0]
             },
             auto_stores,
+            auto_prefetch,
         }
     }
 
@@ -350,7 +362,7 @@ impl ScheduleSpace {
                     })
                     .or((self.register_rows.len() == 1).then_some(0)),
                 self.stores.iter().position(|&s| s == self.auto_stores),
-                self.prefetch.iter().position(|&p| p == default.prefetch),
+                self.prefetch.iter().position(|&p| p == self.auto_prefetch),
             ])
             .collect();
         let lanes = (machine.vector.bytes() / elem_bytes.max(1)).max(1);
@@ -563,20 +575,23 @@ mod tests {
             } else {
                 CpuStores::Plain
             };
+            // Its automatic prefetch likewise: two rows ahead where the two grids (input and
+            // output) exceed the cache, none where the cache holds them.
+            let auto_prefetch = if 2 * shape.iter().product::<usize>() * 8 > 32 << 20 {
+                stencil_core::DEFAULT_PREFETCH_ROWS
+            } else {
+                0
+            };
             let default = crate::schedules::default_schedule(&shape, 2);
             let point = tuning.default_point.clone().expect("default in the space");
             match tuning.schedule(&point) {
                 Some(Schedule::Cpu(s)) => {
                     assert_eq!(
-                        (s.tile, s.chunk, s.row_block, s.prefetch),
-                        (
-                            default.tile,
-                            default.chunk,
-                            default.row_block,
-                            default.prefetch
-                        )
+                        (s.tile, s.chunk, s.row_block),
+                        (default.tile, default.chunk, default.row_block)
                     );
                     assert_eq!(s.stores, auto, "{shape:?}");
+                    assert_eq!(s.prefetch, auto_prefetch, "{shape:?}");
                 }
                 other => panic!("{other:?}"),
             }

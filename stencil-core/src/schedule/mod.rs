@@ -11,7 +11,7 @@ mod tuning;
 pub mod wire;
 
 pub use caches::CacheSizes;
-pub use cpu::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, JAMMED_ROWS};
+pub use cpu::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, JAMMED_ROWS, PREFETCH_AUTO};
 pub use gpu::{GpuSchedule, GpuVariant, MergeKind};
 pub use space::{DimValue, Dimension, SearchSpace, Searchable};
 pub use tuning::TuningSpace;

@@ -314,7 +314,20 @@ pub(super) fn run<T: Element>(
     if blocking.tiles && workers > 1 && shape[1] / workers > blocking.block {
         backend.count_tiled_time_loop();
     }
-    let mut plan = crate::schedules::plan(schedule, &shape, T::ELEM.size_bytes(), workers, 0);
+    // Every grid of the loop, for the default prefetch: the coefficients, the chains' levels
+    // and the lone outputs.
+    let n_grids = job.coefficients().len()
+        + job.chains().iter().map(Vec::len).sum::<usize>()
+        + job.lone().len();
+    let grid_bytes = shape.iter().product::<usize>() * n_grids * T::ELEM.size_bytes();
+    let mut plan = crate::schedules::plan(
+        schedule,
+        &shape,
+        T::ELEM.size_bytes(),
+        workers,
+        0,
+        grid_bytes,
+    );
     plan.rows.streaming = false;
     if blocking.tiles {
         // A generated loop prefetches rows ahead of those it reads, which in tiles may be
