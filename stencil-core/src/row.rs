@@ -294,6 +294,16 @@ impl<'a, T> OutputRun<'a, T> {
         row
     }
 
+    /// The rows as raw parts `(ptr, len, stride, rows)`: row `r < rows` is the `len` elements
+    /// at `ptr + r * stride`, disjoint from the other rows when `rows > 1`, valid for reads
+    /// and writes through the returned pointer for as long as this borrow of `self` lasts
+    /// (for loops that step through the rows by pointer; [`rows_mut`](Self::rows_mut) is
+    /// the checked way).
+    #[inline(always)]
+    pub fn raw_parts_mut(&mut self) -> (*mut T, usize, usize, usize) {
+        (self.ptr, self.len, self.stride, self.rows)
+    }
+
     /// Rows `r..r + R`, borrowed together.
     ///
     /// # Panics
@@ -343,6 +353,22 @@ impl<'a, T> RowWindow<'a, T> {
         self.storage.expect(start, len)
     }
 
+    /// [`rows`](Self::rows), or `None` where the last row leaves the input's storage: for
+    /// windows a loop widens beyond the rows it reads (the shifted point loop reads one
+    /// vector either side of a row), which may leave the storage where plain reads do not.
+    #[inline(always)]
+    pub fn try_rows(self, rows: usize, len: usize) -> Option<RowWindows<'a, T>> {
+        if let Some(last) = rows.checked_sub(1) {
+            let from = last.checked_mul(self.stride)?.checked_add(self.start)?;
+            self.storage.elements(from, len)?;
+        }
+        Some(RowWindows {
+            window: self,
+            rows,
+            len,
+        })
+    }
+
     /// Rows `0..rows` of this window, `len` elements each, checked against the input's
     /// storage once here rather than at every row: [`RowWindows::at`] then compares only the
     /// row number and the length with the checked ones, where [`at`](Self::at) checks the
@@ -386,6 +412,21 @@ impl<T> Clone for RowWindows<'_, T> {
 impl<T> Copy for RowWindows<'_, T> {}
 
 impl<'a, T> RowWindows<'a, T> {
+    /// The windows as raw parts `(ptr, len, stride, rows)`: row `r < rows` is the `len`
+    /// elements at `ptr + r * stride`, inside the input's storage (checked when the windows
+    /// were built) and valid for reads for `'a` (for loops that step through the rows by
+    /// pointer; [`at`](Self::at) is the checked way). With no rows, `ptr` may point anywhere.
+    #[inline(always)]
+    pub fn raw_parts(&self) -> (*const T, usize, usize, usize) {
+        let w = &self.window;
+        (
+            w.storage.ptr.wrapping_add(w.start),
+            self.len,
+            w.stride,
+            self.rows,
+        )
+    }
+
     /// The first `len` elements of row `r` (the caller passes the length it checked the
     /// rows for, which the compiler then knows as the slice's length).
     ///
@@ -469,6 +510,23 @@ impl<'a, T: Copy> RowArgs<'a, T> {
     #[inline(always)]
     pub fn register_rows(&self) -> usize {
         self.register_rows
+    }
+
+    /// [`row_window`](Self::row_window), or `None` where row 0's window starts before the
+    /// input's storage (see [`RowWindow::try_rows`]).
+    #[inline(always)]
+    pub fn try_row_window(
+        &self,
+        input: usize,
+        offset: [isize; MAX_DIMS],
+        start: isize,
+    ) -> Option<RowWindow<'a, T>> {
+        let (row, from) = self.displaced(input, offset);
+        Some(RowWindow {
+            storage: row.storage,
+            start: usize::try_from(from + start).ok()?,
+            stride: row.strides[self.row_dim],
+        })
     }
 
     /// The window of input number `input` displaced by `offset` from the run's first row,

@@ -1,4 +1,4 @@
-//! Vectors of lanes for the retimed point loop that `stencil!` generates.
+//! Vectors of lanes for the retimed and shifted point loops that `stencil!` generates.
 //!
 //! The retimed loop (GSTuner's retiming, 003_... section 2.2.4) computes each partial sum of a
 //! linear kernel once per vector of points and obtains its values at the neighbouring points
@@ -20,6 +20,14 @@
 //! slice, and a streaming store that finds its destination unaligned stores plainly. The
 //! retimed loop's vector loop is [`sweep`]: it checks every length and alignment once, then
 //! runs unchecked [`Lanes::load_at`] / [`Lanes::store_at`] around the kernel's [`VectorBody`].
+//!
+//! The shifted loop (a kernel's own arithmetic, lane-wise, with each input row loaded once per
+//! vector and its neighbours along the row taken by [`Lanes::shifted`]) runs a whole run of
+//! rows per call through [`sweep_rows`], which checks the run's windows and output rows once
+//! and steps through the rows by pointer: called once per row, the same loop spent more on
+//! each row's setup than the plain loop it replaced.
+
+use stencil_core::row::{OutputRun, RowWindows};
 
 /// A vector of `N` lanes of one element type: the operations the retimed loop uses.
 pub trait Lanes: Copy {
@@ -67,6 +75,8 @@ pub trait Lanes: Copy {
     fn sub(self, other: Self) -> Self;
     /// Lane-wise `self * other`.
     fn mul(self, other: Self) -> Self;
+    /// Lane-wise `self / other` (correctly rounded, as the scalar division).
+    fn div(self, other: Self) -> Self;
     /// Lane-wise `self * b + c` (fused where the instruction set has it).
     fn mul_add(self, b: Self, c: Self) -> Self;
     /// Lane-wise `c - self * b` (fused where the instruction set has it).
@@ -106,6 +116,147 @@ pub trait VectorBody<V, const M: usize, const K: usize> {
     /// The output vectors of the point vector whose input vectors (one vector ahead, see
     /// [`sweep`]) are `inputs`.
     fn step(&mut self, inputs: [V; M]) -> [V; K];
+}
+
+#[cfg(debug_assertions)]
+thread_local! {
+    static SHIFTED_ROWS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Rows whose vectors [`sweep_rows`] computed on this thread, counted in builds with debug
+/// assertions (as tests are built) so that tests can tell which loop ran; always 0 in other
+/// builds.
+pub fn shifted_rows() -> u64 {
+    #[cfg(debug_assertions)]
+    return SHIFTED_ROWS.get();
+    #[cfg(not(debug_assertions))]
+    0
+}
+
+/// A [`VectorBody`] that [`sweep_rows`] restarts at every row of a run.
+pub trait RowBody<V, const M: usize, const K: usize>: VectorBody<V, M, K> + Copy {
+    /// Starts a row: each input's vector one before (`prev`) and at (`cur`) the row's first
+    /// vector computed.
+    fn start(&mut self, prev: [V; M], cur: [V; M]);
+}
+
+/// The shifted point loop over rows `rows` of a run: one call per run, stepping through the
+/// rows by pointer, so that a row costs its vectors and little else.
+///
+/// `inputs[m]` are input `m`'s windows over the run's rows, row `r` from `N` elements before
+/// the row's first point to `N` after its `n`th (at least `n + 2 * N` elements; the caller
+/// builds and checks them once per run), `outputs` the run's output rows (at least `n`
+/// elements each). For each row, on the part from the first output's first 64-byte boundary
+/// (`head`) that holds a whole number of vectors (at least two), `body` is restarted with each
+/// input's vectors before and at that part's start, then given for each output vector each
+/// input's vector `ahead[m]` elements past the window's start for the first one (`2 * N`: one
+/// vector ahead, for an input whose neighbours along the row the body shifts in; `N`: the
+/// output's own points), and returns the output's values (plain stores); `plain(r, from, outputs)`
+/// computes the points `from..from + len` of row `r` into the `len` elements given, for the
+/// head, the tail and any row too short for two vectors.
+///
+/// # Panics
+/// If a window or output is shorter than that, or has fewer rows than `rows.end`, or an
+/// `ahead` exceeds `2 * N` (a bug of the caller), before anything is written.
+#[inline(always)]
+pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
+    inputs: &[RowWindows<'_, V::Elem>; M],
+    ahead: [usize; M],
+    outputs: &mut [&mut OutputRun<'_, V::Elem>; K],
+    rows: std::ops::Range<usize>,
+    n: usize,
+    body: impl RowBody<V, M, K>,
+    mut plain: impl FnMut(usize, usize, [&mut [V::Elem]; K]),
+) {
+    let span = n
+        .checked_add(2 * V::N)
+        .unwrap_or_else(|| panic!("sweep_rows: rows of {n} points"));
+    // Raw parts, checked once against every row of the run.
+    let mut input_rows = [(std::ptr::null::<V::Elem>(), 0usize); M];
+    for ((parts, input), &ahead) in input_rows.iter_mut().zip(inputs).zip(&ahead) {
+        let (ptr, len, stride, count) = input.raw_parts();
+        assert!(
+            rows.end <= count && len >= span && ahead <= 2 * V::N,
+            "sweep_rows: windows of {count} rows of {len} for rows {rows:?} of {span}, \
+             {ahead} ahead"
+        );
+        *parts = (ptr, stride);
+    }
+    if M == 0 || K == 0 {
+        return;
+    }
+    let mut output_rows = [(std::ptr::null_mut::<V::Elem>(), 0usize); K];
+    for (parts, output) in output_rows.iter_mut().zip(outputs.iter_mut()) {
+        let (ptr, len, stride, count) = output.raw_parts_mut();
+        assert!(
+            rows.end <= count && len >= n,
+            "sweep_rows: outputs of {count} rows of {len} for rows {rows:?} of {n}"
+        );
+        *parts = (ptr, stride);
+    }
+    // The `len` elements from `from` of row `r`'s outputs, for `plain` (called below with
+    // `r` in `rows` and `from + len <= n`).
+    let parts_of = |r: usize, from: usize, len: usize| -> [&mut [V::Elem]; K] {
+        std::array::from_fn(|k| {
+            let (ptr, stride) = output_rows[k];
+            // SAFETY: `r < rows.end <= count` and `from + len <= n <=` the rows' length, so
+            // the elements lie in row `r` of output `k`, which `outputs` borrows exclusively;
+            // outputs are distinct grids, so the slices are disjoint, and no other reference
+            // to these elements lives while `plain` runs.
+            unsafe { std::slice::from_raw_parts_mut(ptr.add(r * stride + from), len) }
+        })
+    };
+    for r in rows {
+        let mut outs = [std::ptr::null_mut::<V::Elem>(); K];
+        for (out, &(ptr, stride)) in outs.iter_mut().zip(&output_rows) {
+            *out = ptr.wrapping_add(r * stride);
+        }
+        let head = outs[0].align_offset(crate::LINE_BYTES).min(n);
+        let vectors = (n - head) / V::N;
+        if vectors < 2 {
+            plain(r, 0, parts_of(r, 0, n));
+            continue;
+        }
+        let end = head + vectors * V::N;
+        #[cfg(debug_assertions)]
+        SHIFTED_ROWS.set(SHIFTED_ROWS.get() + 1);
+        let mut ins = [std::ptr::null::<V::Elem>(); M];
+        for (input, &(ptr, stride)) in ins.iter_mut().zip(&input_rows) {
+            *input = ptr.wrapping_add(r * stride + head);
+        }
+        let mut step = body;
+        // SAFETY: row `r < count` of each window holds `n + 2 * N` readable elements from
+        // `ins[m] - head`; the loads read `head .. head + ahead[m] + vectors * N` with
+        // `ahead[m] <= 2 * N`, inside since `head + vectors * N = end <= n`. Row `r` of each
+        // output holds `n` elements from `outs[k]`, exclusively borrowed; the stores write
+        // `head..end`. Inputs and outputs are distinct grids.
+        unsafe {
+            // Arrays filled by loops (`array::from_fn` was a call per row, spilling the
+            // vector registers).
+            let mut prev = [V::load_at(ins[0]); M];
+            let mut cur = [V::load_at(ins[0].add(V::N)); M];
+            for m in 1..M {
+                prev[m] = V::load_at(ins[m]);
+                cur[m] = V::load_at(ins[m].add(V::N));
+            }
+            step.start(prev, cur);
+            let mut loads = ins;
+            for (load, &ahead) in loads.iter_mut().zip(&ahead) {
+                *load = load.add(ahead);
+            }
+            let mut at = outs;
+            for o in &mut at {
+                *o = o.add(head);
+            }
+            sweep_unchecked::<V, M, K, 0, false, false>(vectors, loads, at, [], step);
+        }
+        if head > 0 {
+            plain(r, 0, parts_of(r, 0, head));
+        }
+        if end < n {
+            plain(r, end, parts_of(r, end, n - end));
+        }
+    }
 }
 
 /// The vector loop of the retimed point loop, with its bounds and alignment checked once.
@@ -298,6 +449,10 @@ macro_rules! array_lanes {
                 $name(std::array::from_fn(|i| self.0[i] * other.0[i]))
             }
             #[inline(always)]
+            fn div(self, other: Self) -> Self {
+                $name(std::array::from_fn(|i| self.0[i] / other.0[i]))
+            }
+            #[inline(always)]
             fn mul_add(self, b: Self, c: Self) -> Self {
                 $name(std::array::from_fn(|i| self.0[i] * b.0[i] + c.0[i]))
             }
@@ -341,7 +496,7 @@ mod avx512 {
         (
             $name:ident, $elem:ty, $n:tt, $v:ty,
             load: $load:ident, store: $store:ident, stream: $stream:ident, splat: $splat:ident,
-            add: $add:ident, sub: $sub:ident, mul: $mul:ident, fmadd: $fmadd:ident,
+            add: $add:ident, sub: $sub:ident, mul: $mul:ident, div: $div:ident, fmadd: $fmadd:ident,
             fnmadd: $fnmadd:ident, to_int: $to_int:ident, from_int: $from_int:ident,
             align: $align:ident
         ) => {
@@ -424,6 +579,11 @@ mod avx512 {
                 fn mul(self, other: Self) -> Self {
                     // SAFETY: AVX-512F is enabled at compile time.
                     unsafe { $name($mul(self.0, other.0)) }
+                }
+                #[inline(always)]
+                fn div(self, other: Self) -> Self {
+                    // SAFETY: AVX-512F is enabled at compile time.
+                    unsafe { $name($div(self.0, other.0)) }
                 }
                 #[inline(always)]
                 fn mul_add(self, b: Self, c: Self) -> Self {
@@ -511,14 +671,14 @@ mod avx512 {
     avx512_lanes!(
         F64x8, f64, 8, __m512d,
         load: _mm512_loadu_pd, store: _mm512_storeu_pd, stream: _mm512_stream_pd,
-        splat: _mm512_set1_pd, add: _mm512_add_pd, sub: _mm512_sub_pd, mul: _mm512_mul_pd,
+        splat: _mm512_set1_pd, add: _mm512_add_pd, sub: _mm512_sub_pd, mul: _mm512_mul_pd, div: _mm512_div_pd,
         fmadd: _mm512_fmadd_pd, fnmadd: _mm512_fnmadd_pd, to_int: _mm512_castpd_si512,
         from_int: _mm512_castsi512_pd, align: _mm512_alignr_epi64
     );
     avx512_lanes!(
         F32x16, f32, 16, __m512,
         load: _mm512_loadu_ps, store: _mm512_storeu_ps, stream: _mm512_stream_ps,
-        splat: _mm512_set1_ps, add: _mm512_add_ps, sub: _mm512_sub_ps, mul: _mm512_mul_ps,
+        splat: _mm512_set1_ps, add: _mm512_add_ps, sub: _mm512_sub_ps, mul: _mm512_mul_ps, div: _mm512_div_ps,
         fmadd: _mm512_fmadd_ps, fnmadd: _mm512_fnmadd_ps, to_int: _mm512_castps_si512,
         from_int: _mm512_castsi512_ps, align: _mm512_alignr_epi32
     );
@@ -539,7 +699,7 @@ mod avx2 {
         (
             $name:ident, $elem:ty, $n:literal, $v:ty,
             load: $load:ident, store: $store:ident, stream: $stream:ident, splat: $splat:ident,
-            add: $add:ident, sub: $sub:ident, mul: $mul:ident, fmadd: $fmadd:ident,
+            add: $add:ident, sub: $sub:ident, mul: $mul:ident, div: $div:ident, fmadd: $fmadd:ident,
             fnmadd: $fnmadd:ident
         ) => {
             /// Lanes in one AVX register.
@@ -614,6 +774,11 @@ mod avx2 {
                     unsafe { $name($mul(self.0, other.0)) }
                 }
                 #[inline(always)]
+                fn div(self, other: Self) -> Self {
+                    // SAFETY: AVX2 is enabled at compile time.
+                    unsafe { $name($div(self.0, other.0)) }
+                }
+                #[inline(always)]
                 fn mul_add(self, b: Self, c: Self) -> Self {
                     #[cfg(target_feature = "fma")]
                     // SAFETY: FMA is enabled at compile time.
@@ -647,13 +812,13 @@ mod avx2 {
     avx2_lanes!(
         F64x4, f64, 4, __m256d,
         load: _mm256_loadu_pd, store: _mm256_storeu_pd, stream: _mm256_stream_pd,
-        splat: _mm256_set1_pd, add: _mm256_add_pd, sub: _mm256_sub_pd, mul: _mm256_mul_pd,
+        splat: _mm256_set1_pd, add: _mm256_add_pd, sub: _mm256_sub_pd, mul: _mm256_mul_pd, div: _mm256_div_pd,
         fmadd: _mm256_fmadd_pd, fnmadd: _mm256_fnmadd_pd
     );
     avx2_lanes!(
         F32x8, f32, 8, __m256,
         load: _mm256_loadu_ps, store: _mm256_storeu_ps, stream: _mm256_stream_ps,
-        splat: _mm256_set1_ps, add: _mm256_add_ps, sub: _mm256_sub_ps, mul: _mm256_mul_ps,
+        splat: _mm256_set1_ps, add: _mm256_add_ps, sub: _mm256_sub_ps, mul: _mm256_mul_ps, div: _mm256_div_ps,
         fmadd: _mm256_fmadd_ps, fnmadd: _mm256_fnmadd_ps
     );
 

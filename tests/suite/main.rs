@@ -25,6 +25,7 @@ mod readme_reductions;
 mod reductions;
 mod regions;
 mod seeds;
+mod shifted;
 mod special_values;
 mod stages;
 mod steps;

@@ -13,6 +13,7 @@ mod builder;
 mod plan;
 mod point_loop;
 mod retimed;
+mod shifted;
 mod tokens;
 
 use proc_macro2::{Literal, TokenStream};

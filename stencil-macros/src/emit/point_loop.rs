@@ -17,6 +17,10 @@
 //! grids, one output slice per reduction, written with each point's value; the streaming
 //! loop streams the grids' lines only and stores the reductions' with plain stores.
 //!
+//! The shifted loop (`super::shifted`, for kernels that have one) takes the rows `__run`
+//! computes one at a time first, a whole run per call; where it declines the run, the loops
+//! below compute it.
+//!
 //! Register blocks (Datta's `RY`, [`JAMMED_ROWS`]): for kernels of two dimensions or more
 //! without a retimed loop, `__rows_jR` and its loops compute `R` adjacent rows of the
 //! second-innermost dimension in one pass (unroll-and-jam), each window the rows share loaded
@@ -59,6 +63,13 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
         super::retimed::retimed_loop(kernel, &plan)
     }
     .unzip();
+    // Without a retimed loop, the shifted one where the kernel has it: rows computed one at
+    // a time go to it first (register blocks keep their jammed loops).
+    let shifted_fn = if positional || retimed_fn.is_some() {
+        None
+    } else {
+        super::shifted::shifted_loop(kernel, &plan)
+    };
     let reducing = plan.n_outputs > plan.n_grids;
     let mut jammed: Vec<usize> =
         if kernel.n_dims >= 2 && retimed_fn.is_none() && !reducing && !positional {
@@ -124,6 +135,13 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
         } else {
             quote!(jam >= #count && r + #count <= rows)
         };
+        if rows == 1 && shifted_fn.is_some() {
+            walks.push(quote! {
+                if r < rows && __run_shifted(args, &mut [#(&mut *#outputs),*], r) {
+                    r = rows;
+                }
+            });
+        }
         walks.push(quote! {
             if #condition {
                 let w: [#p::RowWindows<'_, #elem>; #n_windows] = [#(#descriptors),*];
@@ -148,6 +166,8 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
         }
 
         #retimed_fn
+
+        #shifted_fn
 
         #(#forms)*
     }

@@ -124,7 +124,7 @@ fn scalar(kernel: &Kernel, id: ExprId) -> Option<TokenStream> {
 }
 
 /// `[o0, o1, ..]` of `offset`, with `extra` added to entry `dim` when given.
-fn offset_tokens(offset: Offset, extra: Option<(usize, &Ident)>) -> TokenStream {
+pub(super) fn offset_tokens(offset: Offset, extra: Option<(usize, &Ident)>) -> TokenStream {
     let entries = (0..MAX_DIMS).map(|d| {
         let value = int_tokens(i64::from(offset.get(d)));
         match extra {
