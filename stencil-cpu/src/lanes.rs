@@ -153,7 +153,7 @@ pub trait RowBody<V, const M: usize, const K: usize>: VectorBody<V, M, K> + Copy
 /// vector ahead, for an input whose neighbours along the row the body shifts in; `N`: the
 /// output's own points), and returns the output's values (plain stores); `plain(r, from, outputs)`
 /// computes the points `from..from + len` of row `r` into the `len` elements given, for the
-/// head, the tail and any row too short for two vectors.
+/// head, the tail and any row too short for two vectors (every row, with no inputs).
 ///
 /// # Panics
 /// If a window or output is shorter than that, or has fewer rows than `rows.end`, or an
@@ -182,9 +182,6 @@ pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
         );
         *parts = (ptr, stride);
     }
-    if M == 0 || K == 0 {
-        return;
-    }
     let mut output_rows = [(std::ptr::null_mut::<V::Elem>(), 0usize); K];
     for (parts, output) in output_rows.iter_mut().zip(outputs.iter_mut()) {
         let (ptr, len, stride, count) = output.raw_parts_mut();
@@ -193,6 +190,9 @@ pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
             "sweep_rows: outputs of {count} rows of {len} for rows {rows:?} of {n}"
         );
         *parts = (ptr, stride);
+    }
+    if K == 0 {
+        return;
     }
     // The `len` elements from `from` of row `r`'s outputs, for `plain` (called below with
     // `r` in `rows` and `from + len <= n`).
@@ -206,6 +206,13 @@ pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
             unsafe { std::slice::from_raw_parts_mut(ptr.add(r * stride + from), len) }
         })
     };
+    if M == 0 {
+        // No input rows to shift: every row is the plain loop's.
+        for r in rows {
+            plain(r, 0, parts_of(r, 0, n));
+        }
+        return;
+    }
     for r in rows {
         let mut outs = [std::ptr::null_mut::<V::Elem>(); K];
         for (out, &(ptr, stride)) in outs.iter_mut().zip(&output_rows) {
@@ -905,6 +912,129 @@ pub type F32 = F32Array;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stencil_core::row::{RowArgs, RowInput};
+
+    /// `out[k] = u[k - 1] + 2 * u[k + 1]` by lane shifts (one input, carried).
+    #[derive(Clone, Copy)]
+    struct Neighbours {
+        prev: F64,
+        cur: F64,
+    }
+
+    impl VectorBody<F64, 1, 1> for Neighbours {
+        fn step(&mut self, [next]: [F64; 1]) -> [F64; 1] {
+            let left = F64::shifted::<-1>(self.prev, self.cur, next);
+            let right = F64::shifted::<1>(self.prev, self.cur, next);
+            (self.prev, self.cur) = (self.cur, next);
+            [left.add(F64::splat(2.0).mul(right))]
+        }
+    }
+
+    impl RowBody<F64, 1, 1> for Neighbours {
+        fn start(&mut self, [prev]: [F64; 1], [cur]: [F64; 1]) {
+            (self.prev, self.cur) = (prev, cur);
+        }
+    }
+
+    /// Rows of `n` points, `stride` apart, the first `first` elements into `data`.
+    const STRIDE: usize = 96;
+
+    #[test]
+    fn sweep_rows_computes_every_point_of_every_row_once() {
+        let vector = F64::N;
+        for (n, first) in [
+            (40, 11),
+            (40, 16),
+            (23, 9),
+            (2 * vector, 8),
+            (vector + 3, 12),
+        ] {
+            let rows = 3;
+            let input: Vec<f64> = (0..rows * STRIDE + first + n + vector)
+                .map(|k| ((k * 37) % 101) as f64 - 50.0)
+                .collect();
+            let inputs = [RowInput::new(&input, first, [STRIDE, 1, 0, 0])];
+            let args = RowArgs::new(n, &inputs, &[]).with_rows(rows, 0);
+            let windows = [args
+                .try_row_window(0, [0; 4], -(vector as isize))
+                .and_then(|w| w.try_rows(rows, n + 2 * vector))
+                .expect("the windows fit the storage")];
+            let mut data = vec![f64::NAN; rows * STRIDE + first + n];
+            let mut output = OutputRun::new(&mut data, first, n, STRIDE, rows).unwrap();
+            let mut plain_points = 0;
+            let zero = F64::splat(0.0);
+            sweep_rows(
+                &windows,
+                [2 * vector],
+                &mut [&mut output],
+                1..rows,
+                n,
+                Neighbours {
+                    prev: zero,
+                    cur: zero,
+                },
+                |r, from, [out]: [&mut [f64]; 1]| {
+                    for (x, value) in out.iter_mut().enumerate() {
+                        let at = first + r * STRIDE + from + x;
+                        *value = input[at - 1] + 2.0 * input[at + 1];
+                    }
+                    plain_points += out.len();
+                },
+            );
+            for r in 0..rows {
+                for x in 0..n {
+                    let at = first + r * STRIDE + x;
+                    let got = data[at];
+                    if r == 0 {
+                        assert!(got.is_nan(), "row 0 is outside the rows asked for");
+                    } else {
+                        assert_eq!(
+                            got,
+                            input[at - 1] + 2.0 * input[at + 1],
+                            "{n} {first} {r} {x}"
+                        );
+                    }
+                }
+            }
+            // Rows of fewer than a line plus two vectors may be plain throughout; longer
+            // ones only in their head and tail.
+            assert!(plain_points < 2 * n || n < 8 + 2 * vector, "{plain_points}");
+        }
+    }
+
+    #[test]
+    fn sweep_rows_without_inputs_leaves_every_row_to_the_plain_loop() {
+        #[derive(Clone, Copy)]
+        struct Nothing;
+        impl VectorBody<F64, 0, 1> for Nothing {
+            fn step(&mut self, _: [F64; 0]) -> [F64; 1] {
+                unreachable!("no vectors without inputs")
+            }
+        }
+        impl RowBody<F64, 0, 1> for Nothing {
+            fn start(&mut self, _: [F64; 0], _: [F64; 0]) {}
+        }
+        let mut data = vec![f64::NAN; 2 * STRIDE];
+        let mut output = OutputRun::new(&mut data, 0, 50, STRIDE, 2).unwrap();
+        sweep_rows::<F64, 0, 1>(
+            &[],
+            [],
+            &mut [&mut output],
+            0..2,
+            50,
+            Nothing,
+            |r, from, [out]| {
+                for (x, value) in out.iter_mut().enumerate() {
+                    *value = (r * 100 + from + x) as f64;
+                }
+            },
+        );
+        for r in 0..2 {
+            for x in 0..50 {
+                assert_eq!(data[r * STRIDE + x], (r * 100 + x) as f64);
+            }
+        }
+    }
 
     fn ramp<T: From<u16>>(n: usize, from: u16) -> Vec<T> {
         (0..n as u16).map(|k| T::from(from + k)).collect()
