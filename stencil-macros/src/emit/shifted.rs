@@ -19,6 +19,10 @@
 //! when the same loop was called once per row). The plain loop computes the unaligned head and
 //! the tail of each row, and whole rows too short for two vectors after the head.
 //!
+//! It needs single-instruction lane shifts (`Lanes::SINGLE_SHIFTS`: AVX-512F). With AVX2 a
+//! shift is two instructions and the loop ran the 7-point f64 sweep in cache 30% slower than
+//! the plain loop, so AVX2 builds keep the plain loop.
+//!
 //! It runs for rows computed one at a time, in sweeps that neither prefetch nor stream
 //! (`__run` asks it first and falls back to its other loops when it declines the run): rows
 //! whose grids the cache holds, where loads and the per-row work set the pace. From memory,
@@ -250,7 +254,8 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
         /// `shifted.rs`): each input row loaded once per vector, its neighbours along the row
         /// by lane shifts, the plain loop's bits. `false` (nothing written) when the run does
         /// not fit it: rows too short, windows beyond the storage, prefetching or streaming
-        /// asked for (sweeps from memory keep the plain loop), no fast lane shifts.
+        /// asked for (sweeps from memory keep the plain loop), no single-instruction lane
+        /// shifts (AVX-512F).
         #[inline(never)]
         fn __run_shifted(
             args: &#p::RowArgs<'_, #elem>,
@@ -263,7 +268,7 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
             const LINE: usize = #p::LINE_BYTES / ::core::mem::size_of::<#elem>();
             let rows = args.rows();
             let n = args.len();
-            if !<V as #p::lanes::Lanes>::FAST_SHIFTS
+            if !<V as #p::lanes::Lanes>::SINGLE_SHIFTS
                 || #reach > L
                 || n < LINE - 1 + 2 * L
                 || args.prefetch() > 0
