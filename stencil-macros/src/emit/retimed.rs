@@ -31,10 +31,10 @@
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 use stencil_core::passes::linear::{Combination, Retimed, retimed_stores};
-use stencil_core::{BinaryOp, ElemType, Expr, ExprId, Kernel, MAX_DIMS, Offset, Stmt, UnaryOp};
+use stencil_core::{BinaryOp, Expr, ExprId, Kernel, MAX_DIMS, Offset, Stmt, UnaryOp};
 
 use super::plan::{LoopPlan, RowBlock};
-use super::tokens::{elem_type, float_literal, int_tokens};
+use super::tokens::{elem_type, float_literal, int_tokens, lanes_type};
 
 /// The retimed forms of a kernel's stores, when every store has one and together they pay.
 struct Plan {
@@ -192,10 +192,7 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
     let retimed = Plan::of(kernel)?;
     let p = quote!(::stencil::__private);
     let elem = elem_type(kernel.elem());
-    let lanes = match kernel.elem() {
-        ElemType::F64 => format_ident!("F64"),
-        ElemType::F32 => format_ident!("F32"),
-    };
+    let lanes = lanes_type(kernel.elem());
     let outputs: Vec<Ident> = (0..plan.n_outputs).map(|k| format_ident!("o{k}")).collect();
     let params: Vec<Ident> = plan.params.iter().map(|&k| format_ident!("p{k}")).collect();
     // The plain loop's windows, for the unaligned head and the tail of the row.

@@ -33,11 +33,11 @@
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
-use stencil_core::{BinaryOp, ElemType, Expr, ExprId, Kernel, Offset, Stmt};
+use stencil_core::{BinaryOp, Expr, ExprId, Kernel, Offset, Stmt};
 
 use super::plan::{LoopPlan, RowBlock};
 use super::retimed::offset_tokens;
-use super::tokens::{elem_type, float_literal, int_tokens};
+use super::tokens::{elem_type, float_literal, int_tokens, lanes_type};
 
 /// The most input rows (members) a kernel may read for the shifted loop. Every member's
 /// vectors are carried from one vector to the next, so many members crowd the registers: the
@@ -126,10 +126,7 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
     }
     let p = quote!(::stencil::__private);
     let elem = elem_type(kernel.elem());
-    let lanes = match kernel.elem() {
-        ElemType::F64 => format_ident!("F64"),
-        ElemType::F32 => format_ident!("F32"),
-    };
+    let lanes = lanes_type(kernel.elem());
     let outputs: Vec<Ident> = (0..plan.n_outputs).map(|k| format_ident!("o{k}")).collect();
     let params: Vec<Ident> = plan.params.iter().map(|&k| format_ident!("p{k}")).collect();
     let param_values = plan.params.iter().map(|&k| {

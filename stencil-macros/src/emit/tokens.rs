@@ -10,6 +10,15 @@ pub(super) fn elem_type(elem: ElemType) -> proc_macro2::Ident {
     format_ident!("{}", elem.rust_name())
 }
 
+/// The vector type of `stencil_cpu::lanes` for `elem` (`F64` or `F32`: the build's widest
+/// lanes), as the retimed and shifted loops name it.
+pub(super) fn lanes_type(elem: ElemType) -> Ident {
+    match elem {
+        ElemType::F64 => format_ident!("F64"),
+        ElemType::F32 => format_ident!("F32"),
+    }
+}
+
 /// A float literal of type `elem` holding exactly `value` rounded to `elem` (the rounding the
 /// interpreter applies to constants), or the matching non-finite constant.
 pub(super) fn float_literal(value: f64, elem: ElemType) -> TokenStream {
