@@ -151,14 +151,22 @@ pub trait RowBody<V, const M: usize, const K: usize>: VectorBody<V, M, K> + Copy
 /// `inputs[m]` are input `m`'s windows over the run's rows, row `r` from `N` elements before
 /// the row's first point to `N` after its `n`th (at least `n + 2 * N` elements; the caller
 /// builds and checks them once per run), `outputs` the run's output rows (at least `n`
-/// elements each). For each row, on the part from the first output's first 64-byte boundary
-/// (`head`) that holds a whole number of vectors (at least two), `body` is restarted with each
-/// input's vectors before and at that part's start, then given for each output vector each
+/// elements each). For each row of at least one vector, `body` is restarted at the row's first
+/// point with each input's vectors before and at it, then given for each output vector each
 /// input's vector `ahead[m]` elements past the window's start for the first one (`2 * N`: one
 /// vector ahead, for an input whose neighbours along the row the body shifts in; `N`: the
-/// output's own points), and returns the output's values (plain stores); `plain(r, from, outputs)`
-/// computes the points `from..from + len` of row `r` into the `len` elements given, for the
-/// head, the tail and any row too short for two vectors (every row, with no inputs).
+/// output's own points), and returns the output's values (plain stores). When `n` is not a
+/// whole number of vectors, the row's last vector is computed once more, restarted `N` points
+/// before the row's end: its first points get the values they already hold (the outputs are
+/// not inputs, and a point's value does not depend on where its vector starts), and no
+/// point is left to a scalar loop. `plain(r, from, outputs)` computes the points
+/// `from..from + len` of row `r` into the `len` elements given, for rows shorter than a vector
+/// (every row, with no inputs).
+///
+/// Loads and stores start at the row's first point, unaligned: aligning each row to the
+/// output's cache line left a head and a tail of scalar points (8 of the 64 of a 7-point f64
+/// row), and the sweep of a 64^3 grid in cache went from 121 to 112 us, gcc's pace (one core,
+/// AVX-512).
 ///
 /// # Panics
 /// If a window or output is shorter than that, or has fewer rows than `rows.end`, or an
@@ -223,51 +231,72 @@ pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
         for (out, &(ptr, stride)) in outs.iter_mut().zip(&output_rows) {
             *out = ptr.wrapping_add(r * stride);
         }
-        let head = outs[0].align_offset(crate::LINE_BYTES).min(n);
-        let vectors = (n - head) / V::N;
-        if vectors < 2 {
+        let vectors = n / V::N;
+        if vectors == 0 {
             plain(r, 0, parts_of(r, 0, n));
             continue;
         }
-        let end = head + vectors * V::N;
         #[cfg(debug_assertions)]
         SHIFTED_ROWS.set(SHIFTED_ROWS.get() + 1);
         let mut ins = [std::ptr::null::<V::Elem>(); M];
         for (input, &(ptr, stride)) in ins.iter_mut().zip(&input_rows) {
-            *input = ptr.wrapping_add(r * stride + head);
+            *input = ptr.wrapping_add(r * stride);
         }
-        let mut step = body;
         // SAFETY: row `r < count` of each window holds `n + 2 * N` readable elements from
-        // `ins[m] - head`; the loads read `head .. head + ahead[m] + vectors * N` with
-        // `ahead[m] <= 2 * N`, inside since `head + vectors * N = end <= n`. Row `r` of each
-        // output holds `n` elements from `outs[k]`, exclusively borrowed; the stores write
-        // `head..end`. Inputs and outputs are distinct grids.
+        // `ins[m]`, and for both calls below `from + count * N <= n` and `ahead[m] <= 2 * N`,
+        // so `from + ahead[m] + count * N` and `from + 2 * N` are at most `n + 2 * N`. Row `r`
+        // of each output holds `n` elements from `outs[k]`, exclusively borrowed, and the
+        // stores write `from .. from + count * N`, inside them. Inputs and outputs are distinct
+        // grids.
         unsafe {
-            // Arrays filled by loops (`array::from_fn` was a call per row, spilling the
-            // vector registers).
-            let mut prev = [V::load_at(ins[0]); M];
-            let mut cur = [V::load_at(ins[0].add(V::N)); M];
-            for m in 1..M {
-                prev[m] = V::load_at(ins[m]);
-                cur[m] = V::load_at(ins[m].add(V::N));
+            run_from::<V, M, K>(ins, ahead, outs, 0, vectors, body);
+            if !n.is_multiple_of(V::N) {
+                // The last vector again, ending at the row's end: its first points are
+                // recomputed to the same values (the outputs are not inputs).
+                run_from::<V, M, K>(ins, ahead, outs, n - V::N, 1, body);
             }
-            step.start(prev, cur);
-            let mut loads = ins;
-            for (load, &ahead) in loads.iter_mut().zip(&ahead) {
-                *load = load.add(ahead);
-            }
-            let mut at = outs;
-            for o in &mut at {
-                *o = o.add(head);
-            }
-            sweep_unchecked::<V, M, K, 0, false, false>(vectors, loads, at, [], step);
         }
-        if head > 0 {
-            plain(r, 0, parts_of(r, 0, head));
+    }
+}
+
+/// `body` restarted at point `from` of a row and run for `count` vectors (see
+/// [`sweep_rows`]).
+///
+/// # Safety
+/// Each `ins[m]` valid for reading `max(from + ahead[m] + count * N, from + 2 * N)` elements,
+/// and each `outs[k] + from` for writing `count * N`, disjoint from the inputs.
+#[inline(always)]
+unsafe fn run_from<V: Lanes, const M: usize, const K: usize>(
+    ins: [*const V::Elem; M],
+    ahead: [usize; M],
+    outs: [*mut V::Elem; K],
+    from: usize,
+    count: usize,
+    body: impl RowBody<V, M, K>,
+) {
+    let mut step = body;
+    // SAFETY: `prev` and `cur` read `from .. from + 2 * N` of each input, the vector loop
+    // `from + ahead[m] .. from + ahead[m] + count * N`, both within the caller's bound; the
+    // stores write `count * N` elements from `outs[k] + from`.
+    unsafe {
+        // Arrays filled by loops (`array::from_fn` was a call per row, spilling the vector
+        // registers).
+        let mut prev = [V::load_at(ins[0].add(from)); M];
+        let mut cur = [V::load_at(ins[0].add(from + V::N)); M];
+        for m in 1..M {
+            prev[m] = V::load_at(ins[m].add(from));
+            cur[m] = V::load_at(ins[m].add(from + V::N));
         }
-        if end < n {
-            plain(r, end, parts_of(r, end, n - end));
+        step.start(prev, cur);
+        let mut loads = ins;
+        for (load, &ahead) in loads.iter_mut().zip(&ahead) {
+            *load = load.add(from + ahead);
         }
+        let mut at = outs;
+        for o in &mut at {
+            *o = o.add(from);
+        }
+        sweep_unchecked::<V, M, K, 0, false, false>(count, loads, at, [], step);
     }
 }
 
@@ -388,12 +417,31 @@ unsafe fn sweep_unchecked<
             }
         }
         // SAFETY: `N` readable elements at `inputs[i] + at` (the caller's contract).
-        let values = step.step(inputs.map(|i| unsafe { V::load_at(i.add(at)) }));
+        let values = step.step(unsafe { load_each::<V, M>(inputs, at) });
         for (o, v) in outputs.iter().zip(values) {
             // SAFETY: `N` writable elements at `o + at`, aligned when `STREAM`.
             unsafe { v.store_at::<STREAM>(o.add(at)) };
         }
     }
+}
+
+/// The vector at `ptrs[m] + at` of every `m`, loaded by a loop: `array::map` was not always
+/// inlined, and its call spilled the loaded vectors to the stack at every vector (the radius-4
+/// star's 17 inputs: a third of its sweep's time in the out-of-line `try_map`, in some builds
+/// and not others).
+///
+/// # Safety
+/// `N` readable elements at each `ptrs[m] + at`.
+#[inline(always)]
+unsafe fn load_each<V: Lanes, const M: usize>(ptrs: [*const V::Elem; M], at: usize) -> [V; M] {
+    let mut values = std::mem::MaybeUninit::<[V; M]>::uninit();
+    let first = values.as_mut_ptr().cast::<V>();
+    for (m, ptr) in ptrs.into_iter().enumerate() {
+        // SAFETY: `m < M`, inside the array; the load is the caller's contract.
+        unsafe { first.add(m).write(V::load_at(ptr.add(at))) };
+    }
+    // SAFETY: every element was written above.
+    unsafe { values.assume_init() }
 }
 
 /// Prefetches the line holding `ptr` into the first-level cache (nothing on machines without
@@ -956,6 +1004,8 @@ mod tests {
             (23, 9),
             (2 * vector, 8),
             (vector + 3, 12),
+            (vector, 8),
+            (vector - 3, 9),
         ] {
             let rows = 3;
             let input: Vec<f64> = (0..rows * STRIDE + first + n + vector)
@@ -1004,9 +1054,14 @@ mod tests {
                     }
                 }
             }
-            // Rows of fewer than a line plus two vectors may be plain throughout; longer
-            // ones only in their head and tail.
-            assert!(plain_points < 2 * n || n < 8 + 2 * vector, "{plain_points}");
+            // Nothing written between the rows (the last vector ends at the row's end).
+            for r in 0..rows - 1 {
+                let gap = first + r * STRIDE + n..first + (r + 1) * STRIDE;
+                assert!(data[gap].iter().all(|v| v.is_nan()), "{n} {first} {r}");
+            }
+            // Rows of a vector or more are all vectors; shorter ones all plain.
+            let plain_rows = if n < vector { rows - 1 } else { 0 };
+            assert_eq!(plain_points, plain_rows * n, "{n} {first}");
         }
     }
 

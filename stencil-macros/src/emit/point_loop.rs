@@ -135,9 +135,17 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
         } else {
             quote!(jam >= #count && r + #count <= rows)
         };
-        if rows == 1 && shifted_fn.is_some() {
+        // The run-level loop, where the kernel has one, takes the rows left whole.
+        let run_level = if shifted_fn.is_some() {
+            Some(format_ident!("__run_shifted"))
+        } else if retimed_fn.is_some() {
+            Some(format_ident!("__run_retimed"))
+        } else {
+            None
+        };
+        if let (1, Some(run_level)) = (rows, run_level) {
             walks.push(quote! {
-                if r < rows && __run_shifted(args, &mut [#(&mut *#outputs),*], r) {
+                if r < rows && #run_level(args, &mut [#(&mut *#outputs),*], r) {
                     r = rows;
                 }
             });

@@ -21,12 +21,27 @@
 //! loop: 56 with per-sum shifts and per-vector checks, 46 with combinations, about 30 in
 //! `sweep`.
 //!
-//! It returns `false`, having written nothing, when it cannot run the row (no single-
-//! instruction lane shifts in this build, a reach beyond one vector, a row shorter than two
-//! vectors, or a widened read span that would leave an input's storage); `__rows` then runs
-//! the plain point loop. Otherwise it runs the plain loop itself on the unaligned head and the
-//! tail of the row. Sums are reassociated, so results agree with the reference interpreter to
-//! rounding, not bit for bit.
+//! Rows are computed two ways. `__run_retimed` takes the rows a run computes one at a time
+//! in one call of `stencil_cpu::lanes::sweep_rows` (as the shifted loop does, `super::shifted`),
+//! with the step type above as its `RowBody`: the members' windows are built and checked once
+//! per run, and each row restarts the rolled combinations from the members' first two
+//! vectors. Restarting per row in `__point_loop_retimed`, which built nine windows and their
+//! combinations at every row, took more than half of the 27-point f32 sweep of a 64^3 grid
+//! in cache (rows of four vectors): 0.22 ms a sweep, 0.106 ms run-level. It declines runs
+//! that prefetch or stream (sweeps from memory) and runs whose windows leave an input's
+//! storage (the first and last rows of a grid with a halo narrower than a vector, for the
+//! 27-point stencil), which keep the row-at-a-time loop: that one prefetches, and streams
+//! from each row's first line boundary, leaving the unaligned head and the tail to the plain
+//! loop. Both start their vectors at the row's first point otherwise, unaligned, and compute
+//! a row that is not a whole number of vectors by computing its last vector again from
+//! `n - L` (the outputs are not inputs, and a point's value does not depend on where its
+//! vector starts).
+//!
+//! `__point_loop_retimed` returns `false`, having written nothing, when it cannot run the
+//! row (no fast lane shifts in this build, a reach beyond one vector, a row shorter than a
+//! vector, or a widened read span that would leave an input's storage); `__rows` then runs
+//! the plain point loop. Sums are reassociated, so results agree with the reference
+//! interpreter to rounding, not bit for bit.
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
@@ -195,7 +210,8 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
     let lanes = lanes_type(kernel.elem());
     let outputs: Vec<Ident> = (0..plan.n_outputs).map(|k| format_ident!("o{k}")).collect();
     let params: Vec<Ident> = plan.params.iter().map(|&k| format_ident!("p{k}")).collect();
-    // The plain loop's windows, for the unaligned head and the tail of the row.
+    // The plain loop's windows, for the unaligned head and the tail of a row, and rows
+    // shorter than a vector.
     let block = RowBlock::of(kernel, plan, 1);
     let reads: Vec<Ident> = (0..block.windows.len())
         .map(|k| format_ident!("r{k}"))
@@ -238,12 +254,19 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
 
     // Per store: coefficients, one combination per displacement, the value and its store.
     let mut setup = Vec::new();
+    // The coefficients alone (the run-level loop restarts the rolled combinations per row).
+    let mut splats = Vec::new();
+    // Per displaced combination, its field for the vector before a row; per combination, its
+    // field for the row's first vector; each with the value from the members' vectors.
+    let mut start_prev = Vec::new();
+    let mut start_cur = Vec::new();
     let mut lookahead = Vec::new();
     let mut compute = Vec::new();
     let mut values: Vec<Option<Ident>> = vec![None; plan.n_outputs];
     let mut roll = Vec::new();
     // What the step carries: coefficients and the rolled combinations.
     let mut fields: Vec<Ident> = Vec::new();
+    let mut coefficients: Vec<Ident> = Vec::new();
     for (s, (output, form)) in retimed.stores.iter().enumerate() {
         // The coefficients, splatted once.
         let mut factors = Vec::new();
@@ -253,6 +276,8 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
                     let factor = scalar(kernel, id)?;
                     let name = format_ident!("s{s}k{c}");
                     setup.push(quote!(let #name = V::splat(#factor);));
+                    splats.push(quote!(let #name = V::splat(#factor);));
+                    coefficients.push(name.clone());
                     fields.push(name.clone());
                     Some(name)
                 }
@@ -314,7 +339,9 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
             let displaced = displacements.iter().any(|&dx| dx != 0);
             let combined = combination(terms);
             let (sums_0, sums_l) = (sums_at(quote!(0)), sums_at(quote!(L)));
+            start_cur.push(quote!(self.#cur = #combined;));
             if displaced {
+                start_prev.push(quote!(self.#prev = #combined;));
                 setup.push(quote! {
                     let #prev = { #sums_0 #combined };
                     let #cur = { #sums_l #combined };
@@ -368,51 +395,183 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
             if !<V as #p::lanes::Lanes>::FAST_SHIFTS || #reach > L {
                 return false;
             }
+            /// The `count` vectors of points from `from`, or `false` (nothing written) when
+            /// a window leaves an input's storage.
+            #[inline(always)]
+            fn __vectors(
+                args: &#p::RowArgs<'_, #elem>,
+                #(#outputs: &mut [#elem],)*
+                #(#params: #elem,)*
+                from: usize,
+                count: usize,
+            ) -> bool {
+                // Every window spans one vector either side of the vectors computed.
+                let lo = from as isize - L as isize;
+                let span = count * L + 2 * L;
+                #(#member_windows)*
+                #(#prefetch_setup)*
+                #(#setup)*
+                // `sweep` loads every member one vector ahead of the output vector (the
+                // windows start one vector before the first) and checks every bound once.
+                #p::lanes::sweep(
+                    [#(&#members[..span]),*],
+                    2 * L,
+                    [#(&mut #outputs[from..from + count * L]),*],
+                    [#(#pf),*],
+                    args.streaming(),
+                    __RetimedStep { #(#fields),* },
+                )
+            }
             let n = #first_output.len();
-            let head = #first_output.as_ptr().align_offset(#p::LINE_BYTES).min(n);
+            // Vectors from the row's first point, unaligned, but from the first line boundary
+            // for streaming stores, which need aligned vectors.
+            let head = if args.streaming() {
+                #first_output.as_ptr().align_offset(#p::LINE_BYTES).min(n)
+            } else {
+                0
+            };
             let vectors = (n - head) / L;
-            if vectors < 2 {
+            if vectors == 0
+                || !__vectors(args, #(&mut *#outputs,)* #(#params,)* head, vectors)
+            {
                 return false;
             }
-            let end = head + vectors * L;
-            // Every window spans one vector either side of the vectors computed.
-            let lo = head as isize - L as isize;
-            let span = vectors * L + 2 * L;
-            #(#member_windows)*
-            #(#prefetch_setup)*
-            #(#setup)*
-            // `sweep` loads every member one vector ahead of the output vector (the windows
-            // start one vector before the first) and checks every bound once.
-            #[derive(Clone, Copy)]
-            struct __Step {
-                #(#fields: V,)*
-            }
-            impl #p::lanes::VectorBody<V, #n_members, #n_outputs> for __Step {
-                #[inline(always)]
-                fn step(&mut self, [#(#members),*]: [V; #n_members]) -> [V; #n_outputs] {
-                    let __Step { #(#fields),* } = *self;
-                    #(#lookahead)*
-                    #(#compute)*
-                    #(#roll)*
-                    [#(#values),*]
-                }
-            }
-            let swept = #p::lanes::sweep(
-                [#(&#members[..span]),*],
-                2 * L,
-                [#(&mut #outputs[head..end]),*],
-                [#(#pf),*],
-                args.streaming(),
-                __Step { #(#fields),* },
-            );
-            if !swept {
-                return false;
+            let mut end = head + vectors * L;
+            // Without a head, the last vector again, ending at the row's end: its first points
+            // get the values they hold (the outputs are not inputs).
+            if head == 0
+                && end < n
+                && __vectors(args, #(&mut *#outputs,)* #(#params,)* n - L, 1)
+            {
+                end = n;
             }
             if head > 0 || end < n {
                 #(let #reads = #read_args;)*
                 __point_loop(#(&mut #outputs[..head],)* #(#head_reads,)* #(#params),*);
                 __point_loop(#(&mut #outputs[end..n],)* #(#tail_reads,)* #(#params),*);
             }
+            true
+        }
+    };
+    let rolled: Vec<&Ident> = fields
+        .iter()
+        .filter(|f| !coefficients.contains(f))
+        .collect();
+    // The window of each member over a run's rows, one vector wider than the row either side.
+    let run_windows = retimed.members.iter().map(|&(input, offset)| {
+        let input = Literal::usize_unsuffixed(input);
+        let offset = offset_tokens(offset, None);
+        quote! {
+            args.try_row_window(#input, #offset, -(L as isize))?.try_rows(rows, n + 2 * L)?
+        }
+    });
+    let aheads = retimed.members.iter().map(|_| quote!(2 * L));
+    let run_params = plan.params.iter().map(|&k| {
+        let k = Literal::usize_unsuffixed(k);
+        quote!(args.param(#k))
+    });
+    let row_reads = reads.clone();
+    let part_reads = block.window_ranges(&quote!(from), &quote!(from + len));
+    let function = quote! {
+        #function
+
+        /// One vector of the retimed loop: the coefficients, splatted, and each combination's
+        /// previous and current vectors, rolled along the row.
+        #[derive(Clone, Copy)]
+        struct __RetimedStep {
+            #(#fields: #p::lanes::#lanes,)*
+        }
+
+        impl #p::lanes::VectorBody<#p::lanes::#lanes, #n_members, #n_outputs> for __RetimedStep {
+            #[inline(always)]
+            fn step(
+                &mut self,
+                [#(#members),*]: [#p::lanes::#lanes; #n_members],
+            ) -> [#p::lanes::#lanes; #n_outputs] {
+                use #p::lanes::Lanes as _;
+                type V = #p::lanes::#lanes;
+                let __RetimedStep { #(#fields),* } = *self;
+                #(#lookahead)*
+                #(#compute)*
+                #(#roll)*
+                [#(#values),*]
+            }
+        }
+
+        impl #p::lanes::RowBody<#p::lanes::#lanes, #n_members, #n_outputs> for __RetimedStep {
+            #[inline(always)]
+            fn start(
+                &mut self,
+                prev: [#p::lanes::#lanes; #n_members],
+                cur: [#p::lanes::#lanes; #n_members],
+            ) {
+                use #p::lanes::Lanes as _;
+                #[allow(dead_code)]
+                type V = #p::lanes::#lanes;
+                #[allow(unused_variables)]
+                let __RetimedStep { #(#fields),* } = *self;
+                {
+                    let [#(#members),*] = prev;
+                    #(#lookahead)*
+                    #(#start_prev)*
+                }
+                let [#(#members),*] = cur;
+                #(#lookahead)*
+                #(#start_cur)*
+            }
+        }
+
+        /// The retimed loop over the rows `first..` of a run in one call
+        /// (`stencil_cpu::lanes::sweep_rows`), its windows checked once; `false` (nothing
+        /// written) when the run does not fit it: no fast lane shifts, a reach beyond a
+        /// vector, windows beyond the storage, or prefetching or streaming asked for (sweeps
+        /// from memory keep the row-at-a-time loop, which does both).
+        #[inline(never)]
+        fn __run_retimed(
+            args: &#p::RowArgs<'_, #elem>,
+            outs: &mut [&mut #p::OutputRun<'_, #elem>; #n_outputs],
+            first: usize,
+        ) -> bool {
+            use #p::lanes::Lanes as _;
+            type V = #p::lanes::#lanes;
+            const L: usize = <V as #p::lanes::Lanes>::N;
+            let rows = args.rows();
+            let n = args.len();
+            if !<V as #p::lanes::Lanes>::FAST_SHIFTS
+                || #reach > L
+                || n < L
+                || args.prefetch() > 0
+                || args.streaming()
+            {
+                return false;
+            }
+            let windows = (|| {
+                ::core::option::Option::Some([#(#run_windows),*])
+            })();
+            let ::core::option::Option::Some(windows) = windows else {
+                return false;
+            };
+            #(let #params: #elem = #run_params;)*
+            #(#splats)*
+            let zero = V::splat(0.0);
+            let body = __RetimedStep {
+                #(#coefficients,)*
+                #(#rolled: zero,)*
+            };
+            #p::lanes::sweep_rows(
+                &windows,
+                [#(#aheads),*],
+                outs,
+                first..rows,
+                n,
+                body,
+                |r, from, [#(#outputs),*]: [&mut [#elem]; #n_outputs]| {
+                    let len = o0.len();
+                    let args = &args.nth_row(r);
+                    #(let #row_reads = #read_args;)*
+                    __point_loop(#(#outputs,)* #(#part_reads,)* #(#params),*);
+                },
+            );
             true
         }
     };

@@ -16,8 +16,9 @@
 //! windows, one vector wider than the row on either side, are built and checked once per run,
 //! and each row then costs a pointer step per member, the row's first two vectors and the
 //! vector loop (76 instructions a row besides the vectors for the 7-point stencil, against 174
-//! when the same loop was called once per row). The plain loop computes the unaligned head and
-//! the tail of each row, and whole rows too short for two vectors after the head.
+//! when the same loop was called once per row). Vectors start at the row's first point,
+//! unaligned, and a row that is not a whole number of vectors ends with its last vector
+//! computed again from `n - L`; rows shorter than a vector are the plain loop's.
 //!
 //! It needs single-instruction lane shifts (`Lanes::SINGLE_SHIFTS`: AVX-512F). With AVX2 a
 //! shift is two instructions and the loop ran the 7-point f64 sweep in cache 30% slower than
@@ -39,12 +40,14 @@ use super::plan::{LoopPlan, RowBlock};
 use super::retimed::offset_tokens;
 use super::tokens::{elem_type, float_literal, int_tokens, lanes_type};
 
-/// The most input rows (members) a kernel may read for the shifted loop. Every member's
-/// vectors are carried from one vector to the next, so many members crowd the registers: the
-/// radius-4 star (17 members) ran its sweep of a 64^3 grid in cache at 0.34-0.77 of the C
-/// loop's speed shifted against 0.91 with the plain loop; the 7-point stencil has 5 members,
-/// the 5-point 2-D one 3.
-const MAX_MEMBERS: usize = 8;
+/// The most input rows (members) read displaced along the row a kernel may have for the
+/// shifted loop: each one's previous and current vectors are carried from one vector to the
+/// next, so many crowd the registers (the 7-point stencil carries 1, the 27-point one 9 if it
+/// had no retimed loop). Members read only at the output's own points carry nothing.
+const MAX_CARRIED: usize = 8;
+
+/// The most members of any kind: each is a pointer stepped at every row.
+const MAX_MEMBERS: usize = 32;
 
 /// Each read of the plan as (member, displacement along the row), and the members: distinct
 /// (input ordinal, offset with its unit-stride entry 0), in order of first read.
@@ -121,7 +124,10 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
         }
     }
     let Members { members, reads } = Members::of(kernel, plan);
-    if members.len() > MAX_MEMBERS {
+    let carried_members = (0..members.len())
+        .filter(|&m| reads.iter().any(|&(member, d)| member == m && d != 0))
+        .count();
+    if carried_members > MAX_CARRIED || members.len() > MAX_MEMBERS {
         return None;
     }
     let p = quote!(::stencil::__private);
@@ -134,7 +140,7 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
         quote!(args.param(#k))
     });
     let splats: Vec<Ident> = plan.params.iter().map(|&k| format_ident!("k{k}")).collect();
-    // The plain loop's windows, for the unaligned head and the tail of a row.
+    // The plain loop's windows, for rows shorter than a vector.
     let block = RowBlock::of(kernel, plan, 1);
     let row_reads: Vec<Ident> = (0..block.windows.len())
         .map(|k| format_ident!("r{k}"))
@@ -250,7 +256,7 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
         /// The shifted point loop over the rows `first..` of a run (see `stencil!`'s emitter,
         /// `shifted.rs`): each input row loaded once per vector, its neighbours along the row
         /// by lane shifts, the plain loop's bits. `false` (nothing written) when the run does
-        /// not fit it: rows too short, windows beyond the storage, prefetching or streaming
+        /// not fit it: rows shorter than a vector, windows beyond the storage, prefetching or streaming
         /// asked for (sweeps from memory keep the plain loop), no single-instruction lane
         /// shifts (AVX-512F).
         #[inline(never)]
@@ -262,12 +268,11 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
             use #p::lanes::Lanes as _;
             type V = #p::lanes::#lanes;
             const L: usize = <V as #p::lanes::Lanes>::N;
-            const LINE: usize = #p::LINE_BYTES / ::core::mem::size_of::<#elem>();
             let rows = args.rows();
             let n = args.len();
             if !<V as #p::lanes::Lanes>::SINGLE_SHIFTS
                 || #reach > L
-                || n < LINE - 1 + 2 * L
+                || n < L
                 || args.prefetch() > 0
                 || args.streaming()
             {
