@@ -163,7 +163,7 @@ pub trait RowBody<V, const M: usize, const K: usize>: VectorBody<V, M, K> + Copy
 /// `from..from + len` of row `r` into the `len` elements given, for rows shorter than a vector
 /// (every row, with no inputs).
 ///
-/// Rows are computed two at a time ([`PAIRED`]), their vectors interleaved, the last odd row
+/// Rows are computed two at a time, their vectors interleaved, the last odd row
 /// alone. Loads and stores start at the row's first point, unaligned: aligning each row to the
 /// output's cache line left a head and a tail of scalar points (8 of the 64 of a 7-point f64
 /// row), and the sweep of a 64^3 grid in cache went from 121 to 112 us, gcc's pace (one core,

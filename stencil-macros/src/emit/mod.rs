@@ -13,6 +13,7 @@ mod builder;
 mod plan;
 mod point_loop;
 mod retimed;
+mod run_level;
 mod shifted;
 mod tokens;
 

@@ -46,10 +46,11 @@
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 use stencil_core::passes::linear::{Combination, Retimed, retimed_stores};
-use stencil_core::{BinaryOp, Expr, ExprId, Kernel, MAX_DIMS, Offset, Stmt, UnaryOp};
+use stencil_core::{BinaryOp, Expr, ExprId, Kernel, Offset, Stmt, UnaryOp};
 
 use super::plan::{LoopPlan, RowBlock};
-use super::tokens::{elem_type, float_literal, int_tokens, lanes_type};
+use super::run_level::{RunLevel, run_level_function};
+use super::tokens::{elem_type, float_literal, int_tokens, lanes_type, offset_tokens};
 
 /// The retimed forms of a kernel's stores, when every store has one and together they pay.
 struct Plan {
@@ -136,18 +137,6 @@ fn scalar(kernel: &Kernel, id: ExprId) -> Option<TokenStream> {
         }
         _ => return None,
     })
-}
-
-/// `[o0, o1, ..]` of `offset`, with `extra` added to entry `dim` when given.
-pub(super) fn offset_tokens(offset: Offset, extra: Option<(usize, &Ident)>) -> TokenStream {
-    let entries = (0..MAX_DIMS).map(|d| {
-        let value = int_tokens(i64::from(offset.get(d)));
-        match extra {
-            Some((dim, add)) if dim == d => quote!(#value + #add),
-            _ => value,
-        }
-    });
-    quote!([#(#entries),*])
 }
 
 /// Per input, the read a sweep meets first among `reads`: largest offset along the
@@ -378,6 +367,7 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
     let values: Vec<Ident> = values.into_iter().collect::<Option<_>>()?;
     let n_members = Literal::usize_unsuffixed(members.len());
     let n_outputs = Literal::usize_unsuffixed(plan.n_outputs);
+    let reach_points = reach;
     let reach = Literal::usize_unsuffixed(reach);
     let first_output = &outputs[0];
     let function = quote! {
@@ -457,21 +447,6 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
         .iter()
         .filter(|f| !coefficients.contains(f))
         .collect();
-    // The window of each member over a run's rows, one vector wider than the row either side.
-    let run_windows = retimed.members.iter().map(|&(input, offset)| {
-        let input = Literal::usize_unsuffixed(input);
-        let offset = offset_tokens(offset, None);
-        quote! {
-            args.try_row_window(#input, #offset, -(L as isize))?.try_rows(rows, n + 2 * L)?
-        }
-    });
-    let aheads = retimed.members.iter().map(|_| quote!(2 * L));
-    let run_params = plan.params.iter().map(|&k| {
-        let k = Literal::usize_unsuffixed(k);
-        quote!(args.param(#k))
-    });
-    let row_reads = reads.clone();
-    let part_reads = block.window_ranges(&quote!(from), &quote!(from + len));
     let function = quote! {
         #function
 
@@ -521,60 +496,30 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
             }
         }
 
-        /// The retimed loop over the rows `first..` of a run in one call
-        /// (`stencil_cpu::lanes::sweep_rows`), its windows checked once; `false` (nothing
-        /// written) when the run does not fit it: no fast lane shifts, a reach beyond a
-        /// vector, windows beyond the storage, or prefetching or streaming asked for (sweeps
-        /// from memory keep the row-at-a-time loop, which does both).
-        #[inline(never)]
-        fn __run_retimed(
-            args: &#p::RowArgs<'_, #elem>,
-            outs: &mut [&mut #p::OutputRun<'_, #elem>; #n_outputs],
-            first: usize,
-        ) -> bool {
-            use #p::lanes::Lanes as _;
-            type V = #p::lanes::#lanes;
-            const L: usize = <V as #p::lanes::Lanes>::N;
-            let rows = args.rows();
-            let n = args.len();
-            if !<V as #p::lanes::Lanes>::FAST_SHIFTS
-                || #reach > L
-                || n < L
-                || args.prefetch() > 0
-                || args.streaming()
-            {
-                return false;
-            }
-            let windows = (|| {
-                ::core::option::Option::Some([#(#run_windows),*])
-            })();
-            let ::core::option::Option::Some(windows) = windows else {
-                return false;
-            };
-            #(let #params: #elem = #run_params;)*
-            #(#splats)*
-            let zero = V::splat(0.0);
-            let body = __RetimedStep {
-                #(#coefficients,)*
-                #(#rolled: zero,)*
-            };
-            #p::lanes::sweep_rows(
-                &windows,
-                [#(#aheads),*],
-                outs,
-                first..rows,
-                n,
-                body,
-                |r, from, [#(#outputs),*]: [&mut [#elem]; #n_outputs]| {
-                    let len = o0.len();
-                    let args = &args.nth_row(r);
-                    #(let #row_reads = #read_args;)*
-                    __point_loop(#(#outputs,)* #(#part_reads,)* #(#params),*);
-                },
-            );
-            true
-        }
     };
+    let run_level = run_level_function(
+        kernel,
+        plan,
+        RunLevel {
+            name: format_ident!("__run_retimed"),
+            doc: " The retimed loop over the rows `first..` of a run in one call, its windows \
+                  checked once; `false` (nothing written) when the run does not fit it \
+                  (`run_level.rs`): the row-at-a-time loop then runs.",
+            shifts: format_ident!("FAST_SHIFTS"),
+            reach: reach_points,
+            members: &retimed.members,
+            aheads: retimed.members.iter().map(|_| quote!(2 * L)).collect(),
+            setup: quote! {
+                #(#splats)*
+                let zero = V::splat(0.0);
+                let body = __RetimedStep {
+                    #(#coefficients,)*
+                    #(#rolled: zero,)*
+                };
+            },
+        },
+    );
+    let function = quote!(#function #run_level);
     let param_args = plan.params.iter().map(|&k| {
         let k = Literal::usize_unsuffixed(k);
         quote!(args.param(#k))

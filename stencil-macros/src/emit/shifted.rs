@@ -36,9 +36,9 @@ use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 use stencil_core::{BinaryOp, Expr, ExprId, Kernel, Offset, Stmt};
 
-use super::plan::{LoopPlan, RowBlock};
-use super::retimed::offset_tokens;
-use super::tokens::{elem_type, float_literal, int_tokens, lanes_type};
+use super::plan::LoopPlan;
+use super::run_level::{RunLevel, run_level_function};
+use super::tokens::{float_literal, int_tokens};
 
 /// The most input rows (members) read displaced along the row a kernel may have for the
 /// shifted loop: each one's previous and current vectors are carried from one vector to the
@@ -131,22 +131,8 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
         return None;
     }
     let p = quote!(::stencil::__private);
-    let elem = elem_type(kernel.elem());
-    let lanes = lanes_type(kernel.elem());
-    let outputs: Vec<Ident> = (0..plan.n_outputs).map(|k| format_ident!("o{k}")).collect();
     let params: Vec<Ident> = plan.params.iter().map(|&k| format_ident!("p{k}")).collect();
-    let param_values = plan.params.iter().map(|&k| {
-        let k = Literal::usize_unsuffixed(k);
-        quote!(args.param(#k))
-    });
     let splats: Vec<Ident> = plan.params.iter().map(|&k| format_ident!("k{k}")).collect();
-    // The plain loop's windows, for rows shorter than a vector.
-    let block = RowBlock::of(kernel, plan, 1);
-    let row_reads: Vec<Ident> = (0..block.windows.len())
-        .map(|k| format_ident!("r{k}"))
-        .collect();
-    let read_args = block.window_args();
-    let part_reads = block.window_ranges(&quote!(from), &quote!(from + len));
     let reach = reads
         .iter()
         .map(|&(_, d)| d.unsigned_abs() as usize)
@@ -179,16 +165,6 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
         .iter()
         .map(|&m| Literal::usize_unsuffixed(m))
         .collect();
-    // Each member's windows over the run's rows, from one vector before each row to one after
-    // it, checked once.
-    let run_windows = members.iter().map(|&(input, offset)| {
-        let input = Literal::usize_unsuffixed(input);
-        let offset = offset_tokens(offset, None);
-        quote! {
-            args.try_row_window(#input, #offset, -(L as isize))?.try_rows(rows, n + 2 * L)?
-        }
-    });
-
     // Every node a store needs, in arena order, as the plain loop computes it per point.
     let node = |id: ExprId| format_ident!("e{}", id.index());
     let mut compute = Vec::new();
@@ -251,83 +227,50 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
     let values: Vec<Ident> = values.into_iter().collect::<Option<_>>()?;
     let n_members = Literal::usize_unsuffixed(members.len());
     let n_outputs = Literal::usize_unsuffixed(plan.n_outputs);
-    let reach = Literal::usize_unsuffixed(reach);
-    Some(quote! {
-        /// The shifted point loop over the rows `first..` of a run (see `stencil!`'s emitter,
-        /// `shifted.rs`): each input row loaded once per vector, its neighbours along the row
-        /// by lane shifts, the plain loop's bits. `false` (nothing written) when the run does
-        /// not fit it: rows shorter than a vector, windows beyond the storage, prefetching or streaming
-        /// asked for (sweeps from memory keep the plain loop), no single-instruction lane
-        /// shifts (AVX-512F).
-        #[inline(never)]
-        fn __run_shifted(
-            args: &#p::RowArgs<'_, #elem>,
-            outs: &mut [&mut #p::OutputRun<'_, #elem>; #n_outputs],
-            first: usize,
-        ) -> bool {
-            use #p::lanes::Lanes as _;
-            type V = #p::lanes::#lanes;
-            const L: usize = <V as #p::lanes::Lanes>::N;
-            let rows = args.rows();
-            let n = args.len();
-            if !<V as #p::lanes::Lanes>::SINGLE_SHIFTS
-                || #reach > L
-                || n < L
-                || args.prefetch() > 0
-                || args.streaming()
-            {
-                return false;
-            }
-            let windows = (|| {
-                ::core::option::Option::Some([#(#run_windows),*])
-            })();
-            let ::core::option::Option::Some(windows) = windows else {
-                return false;
-            };
-            #(let #params: #elem = #param_values;)*
-            // Carries each member's previous and current vectors and the splatted parameters.
-            #[derive(Clone, Copy)]
-            struct __Step {
-                #(#splats: V,)*
-                #(#carried_prev: V, #carried_cur: V,)*
-            }
-            impl #p::lanes::VectorBody<V, #n_members, #n_outputs> for __Step {
-                #[inline(always)]
-                fn step(&mut self, [#(#next),*]: [V; #n_members]) -> [V; #n_outputs] {
-                    let __Step { #(#splats,)* #(#carried_prev, #carried_cur,)* } = *self;
-                    #(#compute)*
-                    #(self.#carried_prev = #carried_cur; self.#carried_cur = #carried_next;)*
-                    [#(#values),*]
-                }
-            }
-            impl #p::lanes::RowBody<V, #n_members, #n_outputs> for __Step {
-                #[inline(always)]
-                fn start(&mut self, prev: [V; #n_members], cur: [V; #n_members]) {
-                    #(
-                        self.#carried_prev = prev[#carried_index];
-                        self.#carried_cur = cur[#carried_index];
-                    )*
-                }
-            }
-            let body = __Step {
-                #(#splats: V::splat(#params),)*
-                #(#carried_prev: V::splat(0.0), #carried_cur: V::splat(0.0),)*
-            };
-            #p::lanes::sweep_rows(
-                &windows,
-                [#(#aheads),*],
-                outs,
-                first..rows,
-                n,
-                body,
-                |r, from, [#(#outputs),*]: [&mut [#elem]; #n_outputs]| {
-                    let len = o0.len();
-                    let args = &args.nth_row(r);
-                    #(let #row_reads = #read_args;)*
-                    __point_loop(#(#outputs,)* #(#part_reads,)* #(#params),*);
-                },
-            );
-            true
+    let setup = quote! {
+        // Carries each member's previous and current vectors and the splatted parameters.
+        #[derive(Clone, Copy)]
+        struct __Step {
+            #(#splats: V,)*
+            #(#carried_prev: V, #carried_cur: V,)*
         }
-    })
+        impl #p::lanes::VectorBody<V, #n_members, #n_outputs> for __Step {
+            #[inline(always)]
+            fn step(&mut self, [#(#next),*]: [V; #n_members]) -> [V; #n_outputs] {
+                let __Step { #(#splats,)* #(#carried_prev, #carried_cur,)* } = *self;
+                #(#compute)*
+                #(self.#carried_prev = #carried_cur; self.#carried_cur = #carried_next;)*
+                [#(#values),*]
+            }
+        }
+        impl #p::lanes::RowBody<V, #n_members, #n_outputs> for __Step {
+            #[inline(always)]
+            fn start(&mut self, prev: [V; #n_members], cur: [V; #n_members]) {
+                #(
+                    self.#carried_prev = prev[#carried_index];
+                    self.#carried_cur = cur[#carried_index];
+                )*
+            }
+        }
+        let body = __Step {
+            #(#splats: V::splat(#params),)*
+            #(#carried_prev: V::splat(0.0), #carried_cur: V::splat(0.0),)*
+        };
+    };
+    Some(run_level_function(
+        kernel,
+        plan,
+        RunLevel {
+            name: format_ident!("__run_shifted"),
+            doc: " The shifted point loop over the rows `first..` of a run (see `stencil!`'s \
+                  emitter, `shifted.rs`): each input row loaded once per vector, its \
+                  neighbours along the row by lane shifts, the plain loop's bits; `false` \
+                  (nothing written) when the run does not fit it (`run_level.rs`).",
+            shifts: format_ident!("SINGLE_SHIFTS"),
+            reach,
+            members: &members,
+            aheads: aheads.collect(),
+            setup,
+        },
+    ))
 }

@@ -1,9 +1,9 @@
 //! Tokens that the generated code spells the same way everywhere: element types, float and
-//! integer literals, and numbered names.
+//! integer literals, offsets, and numbered names.
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
-use stencil_core::ElemType;
+use stencil_core::{ElemType, MAX_DIMS, Offset};
 
 /// The element type as a Rust type.
 pub(super) fn elem_type(elem: ElemType) -> proc_macro2::Ident {
@@ -73,4 +73,16 @@ pub(super) fn int_tokens(value: i64) -> TokenStream {
 /// The name `prefix` followed by `index` (`r0`, `p2`).
 pub(super) fn ident(prefix: &str, index: usize) -> Ident {
     format_ident!("{prefix}{index}")
+}
+
+/// `[o0, o1, ..]` of `offset`, with `extra` added to entry `dim` when given.
+pub(super) fn offset_tokens(offset: Offset, extra: Option<(usize, &Ident)>) -> TokenStream {
+    let entries = (0..MAX_DIMS).map(|d| {
+        let value = int_tokens(i64::from(offset.get(d)));
+        match extra {
+            Some((dim, add)) if dim == d => quote!(#value + #add),
+            _ => value,
+        }
+    });
+    quote!([#(#entries),*])
 }
