@@ -243,7 +243,8 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
 
     // Per store: coefficients, one combination per displacement, the value and its store.
     let mut setup = Vec::new();
-    // The coefficients alone (the run-level loop restarts the rolled combinations per row).
+    // The coefficients, splatted once (`setup` then starts the rolled combinations at the
+    // row's first vector; the run-level loop restarts those per row itself).
     let mut splats = Vec::new();
     // Per displaced combination, its field for the vector before a row; per combination, its
     // field for the row's first vector; each with the value from the members' vectors.
@@ -264,7 +265,6 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
                 Some(id) => {
                     let factor = scalar(kernel, id)?;
                     let name = format_ident!("s{s}k{c}");
-                    setup.push(quote!(let #name = V::splat(#factor);));
                     splats.push(quote!(let #name = V::splat(#factor);));
                     coefficients.push(name.clone());
                     fields.push(name.clone());
@@ -367,8 +367,7 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
     let values: Vec<Ident> = values.into_iter().collect::<Option<_>>()?;
     let n_members = Literal::usize_unsuffixed(members.len());
     let n_outputs = Literal::usize_unsuffixed(plan.n_outputs);
-    let reach_points = reach;
-    let reach = Literal::usize_unsuffixed(reach);
+    let reach_literal = Literal::usize_unsuffixed(reach);
     let first_output = &outputs[0];
     let function = quote! {
         /// The retimed point loop (see `stencil_core::passes::linear`): partial sums once per
@@ -382,7 +381,7 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
             use #p::lanes::Lanes as _;
             type V = #p::lanes::#lanes;
             const L: usize = <V as #p::lanes::Lanes>::N;
-            if !<V as #p::lanes::Lanes>::FAST_SHIFTS || #reach > L {
+            if !<V as #p::lanes::Lanes>::FAST_SHIFTS || #reach_literal > L {
                 return false;
             }
             /// The `count` vectors of points from `from`, or `false` (nothing written) when
@@ -400,6 +399,7 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
                 let span = count * L + 2 * L;
                 #(#member_windows)*
                 #(#prefetch_setup)*
+                #(#splats)*
                 #(#setup)*
                 // `sweep` loads every member one vector ahead of the output vector (the
                 // windows start one vector before the first) and checks every bound once.
@@ -506,7 +506,7 @@ pub(super) fn retimed_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<(TokenStr
                   checked once; `false` (nothing written) when the run does not fit it \
                   (`run_level.rs`): the row-at-a-time loop then runs.",
             shifts: format_ident!("FAST_SHIFTS"),
-            reach: reach_points,
+            reach,
             members: &retimed.members,
             aheads: retimed.members.iter().map(|_| quote!(2 * L)).collect(),
             setup: quote! {
