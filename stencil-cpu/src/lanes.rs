@@ -86,6 +86,12 @@ pub trait Lanes: Copy {
     fn mul_add(self, b: Self, c: Self) -> Self;
     /// Lane-wise `c - self * b` (fused where the instruction set has it).
     fn neg_mul_add(self, b: Self, c: Self) -> Self;
+    /// Lane-wise `-self`: the sign bit flipped, the bits of the scalar negation.
+    fn neg(self) -> Self;
+    /// Lane-wise `self * b + c` rounded once (IEEE 754 `fusedMultiplyAdd`): each lane the
+    /// bits of the scalar `mul_add` in every build (one instruction where the build has
+    /// FMA, the standard library's exact routine per lane where it has not).
+    fn fused_mul_add(self, b: Self, c: Self) -> Self;
     /// Lane `i` of the result is lane `i + D` of the concatenation `prev, cur, next` counted
     /// from `cur`'s lane 0: the vector of the points `D` further along the row.
     ///
@@ -564,6 +570,14 @@ macro_rules! array_lanes {
                 $name(std::array::from_fn(|i| c.0[i] - self.0[i] * b.0[i]))
             }
             #[inline(always)]
+            fn neg(self) -> Self {
+                $name(self.0.map(|x| -x))
+            }
+            #[inline(always)]
+            fn fused_mul_add(self, b: Self, c: Self) -> Self {
+                $name(std::array::from_fn(|i| self.0[i].mul_add(b.0[i], c.0[i])))
+            }
+            #[inline(always)]
             fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
                 assert!(
                     D.unsigned_abs() as usize <= $n,
@@ -700,6 +714,19 @@ mod avx512 {
                     unsafe { $name($fnmadd(self.0, b.0, c.0)) }
                 }
                 #[inline(always)]
+                fn neg(self) -> Self {
+                    // SAFETY: AVX-512F is enabled at compile time.
+                    unsafe {
+                        let sign = $to_int($splat(-0.0));
+                        $name($from_int(_mm512_xor_si512($to_int(self.0), sign)))
+                    }
+                }
+                #[inline(always)]
+                fn fused_mul_add(self, b: Self, c: Self) -> Self {
+                    // AVX-512F's `vfmadd` rounds once.
+                    self.mul_add(b, c)
+                }
+                #[inline(always)]
                 fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
                     avx512_shift!($n, D, prev, cur, next)
                 }
@@ -804,7 +831,7 @@ mod avx2 {
             $name:ident, $elem:ty, $n:literal, $v:ty,
             load: $load:ident, store: $store:ident, stream: $stream:ident, splat: $splat:ident,
             add: $add:ident, sub: $sub:ident, mul: $mul:ident, div: $div:ident, fmadd: $fmadd:ident,
-            fnmadd: $fnmadd:ident
+            fnmadd: $fnmadd:ident, xor: $xor:ident
         ) => {
             /// Lanes in one AVX register.
             #[derive(Clone, Copy, Debug)]
@@ -900,6 +927,25 @@ mod avx2 {
                     return c.sub(self.mul(b));
                 }
                 #[inline(always)]
+                fn neg(self) -> Self {
+                    // SAFETY: AVX2 is enabled at compile time.
+                    unsafe { $name($xor(self.0, $splat(-0.0))) }
+                }
+                #[inline(always)]
+                fn fused_mul_add(self, b: Self, c: Self) -> Self {
+                    #[cfg(target_feature = "fma")]
+                    return self.mul_add(b, c);
+                    #[cfg(not(target_feature = "fma"))]
+                    // SAFETY: the register and the array have the same size, and every bit
+                    // pattern is a valid value of either.
+                    return unsafe {
+                        let [a, b, c]: [[$elem; $n]; 3] = std::mem::transmute([self.0, b.0, c.0]);
+                        $name(std::mem::transmute::<[$elem; $n], $v>(std::array::from_fn(
+                            |i| a[i].mul_add(b[i], c[i]),
+                        )))
+                    };
+                }
+                #[inline(always)]
                 fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
                     match D {
                         0 => cur,
@@ -918,13 +964,13 @@ mod avx2 {
         F64x4, f64, 4, __m256d,
         load: _mm256_loadu_pd, store: _mm256_storeu_pd, stream: _mm256_stream_pd,
         splat: _mm256_set1_pd, add: _mm256_add_pd, sub: _mm256_sub_pd, mul: _mm256_mul_pd, div: _mm256_div_pd,
-        fmadd: _mm256_fmadd_pd, fnmadd: _mm256_fnmadd_pd
+        fmadd: _mm256_fmadd_pd, fnmadd: _mm256_fnmadd_pd, xor: _mm256_xor_pd
     );
     avx2_lanes!(
         F32x8, f32, 8, __m256,
         load: _mm256_loadu_ps, store: _mm256_storeu_ps, stream: _mm256_stream_ps,
         splat: _mm256_set1_ps, add: _mm256_add_ps, sub: _mm256_sub_ps, mul: _mm256_mul_ps, div: _mm256_div_ps,
-        fmadd: _mm256_fmadd_ps, fnmadd: _mm256_fnmadd_ps
+        fmadd: _mm256_fmadd_ps, fnmadd: _mm256_fnmadd_ps, xor: _mm256_xor_ps
     );
 
     impl F64x4 {
@@ -1202,6 +1248,58 @@ mod tests {
     fn avx2_lanes_compute_what_scalars_do() {
         check::<F64x4>(&ramp::<f64>(3 * F64x4::N, 1), |v| v);
         check::<F32x8>(&ramp::<f32>(3 * F32x8::N, 1), f64::from);
+    }
+
+    /// `fused_mul_add` against the scalar `mul_add`, bit for bit, on products that round
+    /// unfused; `neg` against the scalar negation, zeros of both signs included.
+    macro_rules! fused_and_negated {
+        ($v:ty, $e:ty) => {{
+            let n = <$v as Lanes>::N;
+            // A power of two below the square root of a quarter epsilon.
+            let e: $e = if <$e>::EPSILON < 1e-9 {
+                2f64.powi(-28) as $e
+            } else {
+                2f32.powi(-13) as $e
+            };
+            let a: Vec<$e> = (0..n).map(|i| 1.0 + e * (i + 1) as $e).collect();
+            let b: Vec<$e> = (0..n).map(|i| 1.0 - e * (i + 1) as $e).collect();
+            let c: Vec<$e> = (0..n).map(|i| i as $e - 1.0).collect();
+            let mut out: Vec<$e> = vec![0.0; n];
+            <$v>::load(&a, 0)
+                .fused_mul_add(<$v>::load(&b, 0), <$v>::load(&c, 0))
+                .store(&mut out, 0);
+            for i in 0..n {
+                let want = a[i].mul_add(b[i], c[i]);
+                assert_eq!(out[i].to_bits(), want.to_bits(), "lane {i}");
+            }
+            // Lane 0: `1 - e^2` rounds to 1 unfused, so only one rounding leaves `-e^2`.
+            assert_eq!(a[0] * b[0] + c[0], 0.0);
+            assert_eq!(out[0], -(e * e));
+            let z: Vec<$e> = (0..n)
+                .map(|i| match i % 3 {
+                    0 => 0.0,
+                    1 => -0.0,
+                    _ => i as $e - 7.5,
+                })
+                .collect();
+            <$v>::load(&z, 0).neg().store(&mut out, 0);
+            for i in 0..n {
+                assert_eq!(out[i].to_bits(), (-z[i]).to_bits(), "lane {i}");
+            }
+        }};
+    }
+
+    #[test]
+    fn fused_multiply_adds_round_once_and_negation_flips_the_sign_in_every_lane_type() {
+        fused_and_negated!(F64Array, f64);
+        fused_and_negated!(F32Array, f32);
+        fused_and_negated!(F64, f64);
+        fused_and_negated!(F32, f32);
+        #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+        {
+            fused_and_negated!(F64x4, f64);
+            fused_and_negated!(F32x8, f32);
+        }
     }
 
     #[test]

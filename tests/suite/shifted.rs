@@ -5,7 +5,10 @@
 //! reference interpreter on random grids.
 
 use stencil::__private::lanes::{F64, Lanes, shifted_rows};
-use stencil::kernels::{jacobi7, jacobi7_f32, jacobi27, jacobi27_f32, star4};
+use stencil::kernels::{
+    five_point_fma, jacobi7, jacobi7_f32, jacobi7_f32_fma, jacobi7_fma, jacobi27, jacobi27_f32,
+    jacobi27_f32_fma, jacobi27_fma, star4, star4_fma,
+};
 use stencil::prelude::*;
 use stencil::{Backend, CpuBackend, CpuSchedule, CpuStores, Element, Job, Schedule, Stencil};
 use stencil_core::interp;
@@ -28,6 +31,18 @@ stencil! {
             + u[i-2, j-1] * u[i-2, j+1] + u[i-1, j-1] * u[i-1, j+1] + u[i, j-1] * u[i, j+1]
             + u[i+1, j-1] * u[i+1, j+1] + u[i+2, j-1] * u[i+2, j+1]
             + u[i+3, j-1] * u[i+3, j+1] + u[i+4, j-1] * u[i+4, j+1];
+    }
+
+    // Fused multiply-adds, two of them of a negated read and a negated constant.
+    #[fma]
+    fn wave_fma(u: &Grid2<f64>, um: &Grid2<f64>, out: &mut Grid2<f64>, c: f64) {
+        let lap = u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1] - 4.0 * u[i, j];
+        out[i, j] = 2.0 * u[i, j] - um[i, j] + c * lap;
+    }
+
+    // Negations, unfused.
+    fn upwind(u: &Grid2<f32>, out: &mut Grid2<f32>, a: f32) {
+        out[i, j] = -(a * (u[i, j] - u[i, j-1])) + -u[i-1, j] * -0.5;
     }
 
     // Products of reads: no retimed form (whose sums are reassociated), so the shifted loop.
@@ -186,6 +201,36 @@ fn the_shifted_loop_computes_the_rows_that_fit_it_with_the_plain_loops_bits() {
 }
 
 #[test]
+fn fused_kernels_take_the_shifted_loop_with_the_plain_loops_bits() {
+    // `#[fma]` kernels' fused nodes round once lane-wise, as the plain loop's `mul_add` per
+    // point: the interpreter's bits, on rows of several vectors and a part (a halo of 2 in
+    // 2-D, so the first row's windows stay in the storage).
+    let counted = cfg!(debug_assertions) && F64::SINGLE_SHIFTS;
+    if !F64::SINGLE_SHIFTS {
+        println!("SKIP: this build has no single-instruction lane shifts (no AVX-512F): bits only");
+    }
+    let shape = [3, 4, 70];
+    let shifted = run(jacobi7_fma::stencil(), shape, 1, without_prefetch(), 50);
+    assert!(!counted || shifted == 12, "{shifted}");
+    let shifted = run(jacobi7_f32_fma::stencil(), shape, 1, without_prefetch(), 51);
+    assert!(!counted || shifted == 12, "{shifted}");
+    let shifted = run(star4_fma::stencil(), [9, 9, 75], 4, without_prefetch(), 52);
+    assert!(!counted || shifted == 81, "{shifted}");
+    let shifted = run(
+        five_point_fma::stencil(),
+        [7, 83],
+        2,
+        without_prefetch(),
+        53,
+    );
+    assert!(!counted || shifted == 7, "{shifted}");
+    let shifted = run(wave_fma::stencil(), [6, 41], 2, without_prefetch(), 54);
+    assert!(!counted || shifted == 6, "{shifted}");
+    let shifted = run(upwind::stencil(), [6, 41], 2, without_prefetch(), 55);
+    assert!(!counted || shifted == 6, "{shifted}");
+}
+
+#[test]
 fn rows_that_do_not_fit_the_shifted_loop_take_the_plain_one() {
     // Shorter than a vector, in any build; and sweeps that prefetch or stream (from memory)
     // keep the plain loop.
@@ -244,6 +289,25 @@ fn the_retimed_loop_takes_whole_runs_of_rows() {
         let shifted = run_within(jacobi27::stencil(), shape, 2, prefetching, 40, 1e-13);
         assert_eq!(shifted, 0, "{n}");
     }
+    // Fused (`#[fma]`): linear all the same, so retimed, to rounding.
+    let shifted = run_within(
+        jacobi27_fma::stencil(),
+        [3, 4, 70],
+        2,
+        without_prefetch(),
+        43,
+        1e-13,
+    );
+    assert!(!counted || shifted == 12, "{shifted}");
+    let shifted = run_within(
+        jacobi27_f32_fma::stencil(),
+        [3, 4, 70],
+        2,
+        without_prefetch(),
+        44,
+        1e-5,
+    );
+    assert!(!counted || shifted == 12, "{shifted}");
     let f32_lanes = <stencil::__private::lanes::F32 as Lanes>::N;
     for n in [64, f32_lanes + 5, f32_lanes - 1] {
         let shifted = run_within(

@@ -3,7 +3,8 @@
 //! [`linear_terms`] writes a value as `sum_k sign_k * coef_k * read_k`, where every `coef_k`
 //! is a read-free expression (parameters, constants, the step number and arithmetic on them,
 //! never a point's index, which changes along the row) or 1, through
-//! additions, subtractions, negations, lets and multiplications by read-free factors; any other
+//! additions, subtractions, negations, lets, multiplications by read-free factors and fused
+//! multiply-adds (`#[fma]`) of such a product and a linear value; any other
 //! operation (a product of two reads, a division by a read, a function, a select) makes the
 //! value non-linear. [`Retimed::of`] groups the terms by coefficient (factoring) and, within a
 //! coefficient class and unit-stride displacement `dx`, collects the reads' other offsets: a
@@ -125,16 +126,30 @@ fn collect(
             op: BinaryOp::Mul,
             lhs,
             rhs,
-        } if coefficient.is_none() => {
-            if is_read_free(kernel, lhs) && !is_read_free(kernel, rhs) {
-                collect(kernel, rhs, Some(lhs), negated, terms)
-            } else if is_read_free(kernel, rhs) && !is_read_free(kernel, lhs) {
-                collect(kernel, lhs, Some(rhs), negated, terms)
-            } else {
-                false
-            }
+        } if coefficient.is_none() => product(kernel, lhs, rhs, negated, terms),
+        // `a * b + c` rounded once (`#[fma]`): linear as the product and the sum are.
+        Expr::Fma { a, b, c } if coefficient.is_none() => {
+            product(kernel, a, b, negated, terms) && collect(kernel, c, None, negated, terms)
         }
         _ => false,
+    }
+}
+
+/// The terms of `lhs * rhs` where one factor is read-free (the coefficient) and the other
+/// linear; `false` when neither or both are read-free.
+fn product(
+    kernel: &Kernel,
+    lhs: ExprId,
+    rhs: ExprId,
+    negated: bool,
+    terms: &mut Vec<Term>,
+) -> bool {
+    if is_read_free(kernel, lhs) && !is_read_free(kernel, rhs) {
+        collect(kernel, rhs, Some(lhs), negated, terms)
+    } else if is_read_free(kernel, rhs) && !is_read_free(kernel, lhs) {
+        collect(kernel, lhs, Some(rhs), negated, terms)
+    } else {
+        false
     }
 }
 
@@ -387,6 +402,40 @@ mod tests {
             assert!(g.iter().all(|(_, o)| o.get(2) == 0));
             assert!(g.len() == 1 || g.len() == 4);
         }
+    }
+
+    #[test]
+    fn fused_multiply_adds_have_the_form_of_their_product_and_sum() {
+        // `c0 * S0 + c1 * S1 + ..` contracted (`#[fma]`) into `fma(c0, S0, c1 * S1) + ..`:
+        // the same terms, classes and partial sums as the unfused kernel.
+        let plain = twenty_seven();
+        let fused = crate::passes::contract::contract(&plain);
+        assert!(fused.exprs.iter().any(|e| matches!(e, Expr::Fma { .. })));
+        let (p, f) = (
+            Retimed::of(&plain, stored(&plain)).unwrap(),
+            Retimed::of(&fused, stored(&fused)).unwrap(),
+        );
+        assert_eq!((f.n_terms, f.n_loads(), f.reach), (27, 9, (1, 1)));
+        // The same partial sums and classes, perhaps in another order (the contraction
+        // nests the sums differently).
+        let sorted = |mut groups: Vec<Group>| {
+            groups.sort();
+            groups
+        };
+        assert_eq!(sorted(f.groups.clone()), sorted(p.groups.clone()));
+        assert_eq!(f.classes.len(), p.classes.len());
+        assert_eq!(f.combinations().len(), p.combinations().len());
+        assert!(retimed_stores(&fused).is_some());
+        // A fused product of two reads is not linear.
+        let mut b = KernelBuilder::new("nl_fma", 1, ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let (l, r, c) = (b.read(u, &[-1]), b.read(u, &[1]), b.read(u, &[0]));
+        let v = b.fma_node(l, r, c);
+        b.store(out, v);
+        b.fma(true);
+        let k = b.finish().unwrap();
+        assert!(linear_terms(&k, stored(&k)).is_none());
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! `Lanes::shifted::<d>(prev, cur, next)` (`valignq`/`valignd` with AVX-512F). It evaluates
 //! every node of the kernel in arena order with the lane-wise operation the plain loop uses per
 //! point, so the result is the plain loop's, bit for bit: a lane shift moves values and
-//! computes nothing, and Rust never contracts `a * b + c`.
+//! computes nothing, Rust never contracts `a * b + c`, and a kernel's fused nodes (`#[fma]`)
+//! round once lane-wise as the plain loop's `mul_add` does per point
+//! (`Lanes::fused_mul_add`).
 //!
 //! It takes a whole run of rows at once (`stencil_cpu::lanes::sweep_rows`): the members'
 //! windows, one vector wider than the row on either side, are built and checked once per run,
@@ -34,7 +36,7 @@
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
-use stencil_core::{BinaryOp, Expr, ExprId, Kernel, Offset, Stmt};
+use stencil_core::{BinaryOp, Expr, ExprId, Kernel, Offset, Stmt, UnaryOp};
 
 use super::plan::LoopPlan;
 use super::run_level::{RunLevel, run_level_function};
@@ -81,7 +83,8 @@ impl Members {
 }
 
 /// Whether every node a store needs has a lane-wise form that computes the plain loop's bits:
-/// constants, parameters, reads of inputs, `let`s, `+ - * /`.
+/// constants, parameters, reads of inputs, `let`s, `+ - * /`, negation and fused
+/// multiply-adds (`#[fma]`, rounded once as the plain loop's `mul_add`).
 fn lane_wise(kernel: &Kernel, plan: &LoopPlan) -> bool {
     kernel
         .exprs
@@ -89,7 +92,13 @@ fn lane_wise(kernel: &Kernel, plan: &LoopPlan) -> bool {
         .enumerate()
         .filter(|(i, _)| plan.reachable[*i])
         .all(|(_, node)| match *node {
-            Expr::Const(_) | Expr::Param(_) | Expr::Let(_) => true,
+            Expr::Const(_)
+            | Expr::Param(_)
+            | Expr::Let(_)
+            | Expr::Fma { .. }
+            | Expr::Unary {
+                op: UnaryOp::Neg, ..
+            } => true,
             Expr::Read { field, .. } => kernel.inputs().any(|f| f == field),
             Expr::Binary { op, .. } => matches!(
                 op,
@@ -101,13 +110,12 @@ fn lane_wise(kernel: &Kernel, plan: &LoopPlan) -> bool {
 
 /// `fn __run_shifted` for `kernel` (see the module documentation), or `None` when the kernel
 /// has no shifted form: a node without a lane-wise form, reductions, an output read in place,
-/// fused multiply-adds, or no read displaced along the row (nothing to gain). `__run` calls it
+/// or no read displaced along the row (nothing to gain). `__run` calls it
 /// for the rows it computes one at a time, as `__run_shifted(args, &mut [outputs], first)`;
 /// it returns `false`, having written nothing, when the run does not fit it.
 pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStream> {
     if plan.n_outputs != plan.n_grids
         || plan.in_place
-        || kernel.fma
         || !lane_wise(kernel, plan)
         || plan
             .reads
@@ -214,6 +222,17 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
                     _ => return None,
                 };
                 quote!(#lhs.#method(#rhs))
+            }
+            Expr::Unary {
+                op: UnaryOp::Neg,
+                arg,
+            } => {
+                let arg = node(arg);
+                quote!(#arg.neg())
+            }
+            Expr::Fma { a, b, c } => {
+                let (a, b, c) = (node(a), node(b), node(c));
+                quote!(#a.fused_mul_add(#b, #c))
             }
             _ => return None,
         };
