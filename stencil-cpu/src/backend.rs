@@ -28,6 +28,10 @@ use crate::specialised::SpecialisedRun;
 impl CpuBackend {
     /// The default schedule for an interior of `shape`: about four core blocks per thread, cut
     /// along the outer dimensions (rows stay whole), or chunks of at least 4096 points in 1-D.
+    /// These are explicit blocks: [`CpuSchedule::default`] (all-zero blocks) gets them too, and
+    /// in 3-D, for a sweep whose grids the cache holds, the cut of the second-innermost
+    /// dimension into first-level slabs, which depends on the kernel (see
+    /// [`CpuSchedule::tile`](stencil_core::CpuSchedule::tile)).
     pub fn default_cpu_schedule(&self, shape: &[usize]) -> CpuSchedule {
         schedules::default_schedule(shape, self.threads())
     }
@@ -336,6 +340,7 @@ impl<T: Element> Backend<T> for CpuBackend {
             self.threads(),
             output_bytes,
             grid_bytes,
+            schedules::slab_bytes_per_row(kernel, &extents),
         );
         plan.tiling = plan.tiling.shifted(offset);
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);

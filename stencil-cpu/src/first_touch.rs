@@ -32,7 +32,7 @@ impl CpuBackend {
     ) {
         let shape = grid.shape();
         // Only the tiling and partition matter here, not the stores.
-        let plan = schedules::plan(schedule, &shape, size_of::<T>(), self.threads(), 0, 0);
+        let plan = schedules::plan(schedule, &shape, size_of::<T>(), self.threads(), 0, 0, 0);
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);
         {
             let mut view = grid.view_mut();

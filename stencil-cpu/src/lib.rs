@@ -50,6 +50,7 @@ pub use pool::{
 };
 pub use schedules::{
     AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, LONG_ROW_REGISTER_ROWS, MIN_1D_CHUNK,
+    MIN_SLAB_ROWS,
 };
 pub use space::ScheduleSpace;
 pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, PREFETCH_AUTO};

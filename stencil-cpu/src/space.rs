@@ -53,6 +53,9 @@ pub struct ScheduleSpace {
     /// What the default schedule's [`PREFETCH_AUTO`](stencil_core::PREFETCH_AUTO) becomes
     /// for this kernel and shape.
     auto_prefetch: usize,
+    /// The default schedule's tiles for this kernel and shape (its slab cut included:
+    /// `schedules::slab_rows`).
+    default_tile: [usize; MAX_DIMS],
 }
 
 impl ScheduleSpace {
@@ -134,7 +137,20 @@ impl ScheduleSpace {
         }
         // The default schedule's blocks are always candidates, so the tuner can measure the
         // default first and never end up slower than it.
-        let default_tile = crate::schedules::default_schedule(shape, workers).tile;
+        let grid_bytes = shape.iter().product::<usize>()
+            * elem
+            * (kernel.inputs().count() + kernel.outputs().count());
+        let default_tile = crate::schedules::default_tile(
+            shape,
+            workers,
+            crate::schedules::slab_rows(
+                shape,
+                crate::schedules::slab_bytes_per_row(kernel, shape),
+                grid_bytes,
+                machine.llc_share(),
+                machine.l1(),
+            ),
+        );
         if !tiles.contains(&default_tile) {
             tiles.push(default_tile);
         }
@@ -167,9 +183,6 @@ impl ScheduleSpace {
         } else {
             CpuStores::Plain
         };
-        let grid_bytes = shape.iter().product::<usize>()
-            * elem
-            * (kernel.inputs().count() + kernel.outputs().count());
         let auto_prefetch = crate::schedules::prefetch_rows(
             stencil_core::PREFETCH_AUTO,
             grid_bytes,
@@ -194,6 +207,7 @@ impl ScheduleSpace {
             },
             auto_stores,
             auto_prefetch,
+            default_tile,
         }
     }
 
@@ -339,7 +353,10 @@ impl ScheduleSpace {
                 time_slab: 0,
             }))
         };
-        let default = crate::schedules::default_schedule(&self.shape, workers);
+        let default = CpuSchedule {
+            tile: self.default_tile,
+            ..crate::schedules::default_schedule(&self.shape, workers)
+        };
         let default_point: Option<Vec<usize>> = (0..n_dims)
             .map(|d| {
                 axes[d]
@@ -538,6 +555,80 @@ mod tests {
             "the thread's share of the last level"
         );
         assert_eq!(tuning.largest_cache_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn in_cache_defaults_cut_planes_into_first_level_slabs() {
+        // 64^3 f64, one input read at radius 1 along the planes: 3 rows of 64 points, 1536
+        // bytes per row of a block; two thirds of a 48 KiB first-level cache hold 21 such
+        // rows, evened out to 4 blocks of 16.
+        let m = machine(StreamWidth::Avx512, 1 << 20);
+        let k = star(3);
+        let shape = [64, 64, 64];
+        let slab = crate::schedules::slab_bytes_per_row(&k, &shape);
+        assert_eq!(slab, 3 * 64 * 8);
+        let grids = 2 * 64 * 64 * 64 * 8;
+        let rows = |l1: usize, slab: usize, grids: usize| {
+            crate::schedules::slab_rows(&shape, slab, grids, 32 << 20, l1)
+        };
+        assert_eq!(rows(48 << 10, slab, grids), Some(16));
+        // f32: half the bytes, 42 rows fit: 2 blocks of 32.
+        assert_eq!(rows(48 << 10, slab / 2, grids / 2), Some(32));
+        // A 32 KiB cache holds 14 f64 rows, fewer than a block needs: planes stay whole.
+        assert_eq!(rows(32 << 10, slab, grids), None);
+        // Grids beyond the cache, whole planes that fit, and no slab: whole planes.
+        assert_eq!(rows(48 << 10, slab, (32 << 20) + 1), None);
+        assert_eq!(rows(1 << 20, slab, grids), None);
+        assert_eq!(rows(48 << 10, 0, grids), None);
+        assert_eq!(
+            crate::schedules::slab_rows(&[64, 64], 3 * 64 * 8, grids, 32 << 20, 48 << 10),
+            None,
+            "2-D"
+        );
+        // The tuner's default point is the default schedule's blocks, slab included, and so
+        // is the plan of `CpuSchedule::default()`.
+        let space = ScheduleSpace::new(&m, &k, &shape, 1);
+        let tuning = space.tuning_space(&m, 8, 1);
+        let point = tuning.default_point.clone().expect("default in the space");
+        let Some(Schedule::Cpu(default)) = tuning.schedule(&point) else {
+            panic!("the default point is a CPU schedule");
+        };
+        assert_eq!(default.tile[..3], [16, 16, 0]);
+        let plan = crate::schedules::plan_on(
+            &m,
+            &CpuSchedule::default(),
+            &shape,
+            8,
+            1,
+            grids / 2,
+            grids,
+            slab,
+        );
+        assert_eq!(
+            plan.tiling,
+            crate::tiling::Tiling::new(&shape, &default.tile)
+        );
+        // Kernels whose sweeps are bound by arithmetic (a retimed loop) keep whole planes.
+        let mut b = KernelBuilder::new("k27", 3, ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let c = b.param("c");
+        let mut sum = b.read(u, &[-1, -1, -1]);
+        for i in -1..=1 {
+            for j in -1..=1 {
+                for k in -1..=1 {
+                    if (i, j, k) != (-1, -1, -1) {
+                        let r = b.read(u, &[i, j, k]);
+                        sum = b.add(sum, r);
+                    }
+                }
+            }
+        }
+        let c = b.param_ref(c);
+        let value = b.mul(c, sum);
+        b.store(out, value);
+        let k27 = b.finish().unwrap();
+        assert_eq!(crate::schedules::slab_bytes_per_row(&k27, &shape), 0);
     }
 
     #[test]

@@ -327,6 +327,8 @@ pub(super) fn run<T: Element>(
         workers,
         0,
         grid_bytes,
+        // Time-loop tiles are sized by the time loop's own blocking.
+        0,
     );
     plan.rows.streaming = false;
     if blocking.tiles {
