@@ -47,6 +47,13 @@
 //! prints its path. Before timing, every implementation's output (over NaN-poisoned outputs) is
 //! checked against the serial baseline's.
 
+/// The command line, as `--help` prints it.
+const USAGE: &str = "usage: bench [--json] [--repeats N] [--n3 N] [--n2 N] [--svg PATH]
+             [--only sweeps,cache,steps,acoustic,krylov,noise]
+             [--steps-repeats N] [--noise-comparisons N]
+(cargo run --release --example bench -- ...; the sections and figures are described in
+examples/bench/main.rs)";
+
 mod acoustic;
 mod c_loop;
 mod cached;
@@ -132,7 +139,14 @@ fn options() -> Options {
                     );
                 }
             }
-            other => panic!("bench: unknown argument {other}"),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => {
+                eprintln!("bench: unknown argument {other}\n{USAGE}");
+                std::process::exit(2);
+            }
         }
     }
     o
