@@ -92,7 +92,8 @@ pub(crate) fn slab_rows(
 }
 
 /// The input bytes per row of a slab block of `kernel` on an interior of `shape` (see
-/// [`slab_rows`]): `2r + 1` rows (`r` the radius along the outermost axis) of every input,
+/// [`slab_rows`]): `2r + 1` rows (`r` the radius along the third-innermost axis, whose planes
+/// a block sweeps: the outermost in 3-D) of every input,
 /// or 0, which keeps the default's blocks whole, for kernels with a retimed loop (their
 /// sweeps are bound by arithmetic: the 27-point stencil ran 5-8% slower in such blocks),
 /// reductions or outputs read in place.
@@ -104,8 +105,9 @@ pub(crate) fn slab_bytes_per_row(kernel: &stencil_core::Kernel, shape: &[usize])
     {
         return 0;
     }
-    let planes = 2 * stencil_core::analysis::radius(kernel).in_dim(0) as usize + 1;
-    planes * kernel.inputs().count() * shape[shape.len() - 1] * kernel.elem().size_bytes()
+    let n_dims = shape.len();
+    let planes = 2 * stencil_core::analysis::radius(kernel).in_dim(n_dims - 3) as usize + 1;
+    planes * kernel.inputs().count() * shape[n_dims - 1] * kernel.elem().size_bytes()
 }
 
 /// `Auto` stores stream when a sweep's outputs exceed this many last-level caches.

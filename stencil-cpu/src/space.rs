@@ -629,6 +629,22 @@ mod tests {
         b.store(out, value);
         let k27 = b.finish().unwrap();
         assert_eq!(crate::schedules::slab_bytes_per_row(&k27, &shape), 0);
+        // In 4-D a block sweeps the planes of the third-innermost axis: its radius (1 here,
+        // 2 along the outermost) sets the planes.
+        let mut b = KernelBuilder::new("k4", 4, ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let mut sum = b.read(u, &[-2, 0, 0, 0]);
+        for offset in [[2, 0, 0, 0], [0, -1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1]] {
+            let r = b.read(u, &offset);
+            sum = b.mul(sum, r);
+        }
+        b.store(out, sum);
+        let k4 = b.finish().unwrap();
+        assert_eq!(
+            crate::schedules::slab_bytes_per_row(&k4, &[8, 64, 64, 64]),
+            3 * 64 * 8
+        );
     }
 
     #[test]

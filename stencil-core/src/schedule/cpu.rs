@@ -63,12 +63,13 @@ pub struct CpuSchedule {
     /// default) leaves the blocks to the backend: the CPU backend cuts the outer dimensions
     /// into about four blocks per thread, and in 3-D and more, for a sweep whose grids the
     /// last-level cache holds, the second-innermost dimension into blocks whose rows of the
-    /// `2r + 1` input planes a plane reads (`r` the radius along the outermost dimension)
-    /// fit two thirds of the first-level cache, when that is at least 16 rows and fewer
-    /// than the dimension's extent (`stencil_cpu::MIN_SLAB_ROWS`; not for kernels with a
-    /// retimed loop, reductions or outputs read in place). In a time loop of 3
-    /// dimensions or more, `tile[1]` is instead the rows of dimension 1 per temporal-blocking
-    /// tile (or per block of rows a worker walks), 0 meaning the backend's choice.
+    /// `2r + 1` input planes a plane reads (`r` the radius across planes: along the
+    /// outermost dimension in 3-D, the third-innermost beyond) fit two thirds of the
+    /// first-level cache, when that is at least 16 rows and fewer than the dimension's
+    /// extent (`stencil_cpu::MIN_SLAB_ROWS`; not for kernels with a retimed loop, reductions
+    /// or outputs read in place). In a time loop of 3 dimensions or more, `tile[1]` is
+    /// instead the rows of dimension 1 per temporal-blocking tile (or per block of rows a
+    /// worker walks), 0 meaning the backend's choice.
     pub tile: [usize; MAX_DIMS],
     /// Threads to use; 0 means every thread of the backend's pool.
     pub threads: usize,
