@@ -340,7 +340,16 @@ impl<T: Element> Backend<T> for CpuBackend {
             self.threads(),
             output_bytes,
             grid_bytes,
-            schedules::slab_bytes_per_row(kernel, &extents),
+            // Only the default's blocks are cut (explicit ones, as tuned schedules have, are
+            // not): no analysis for other schedules.
+            if schedule.tile[..extents.len().min(MAX_DIMS)]
+                .iter()
+                .all(|&t| t == 0)
+            {
+                schedules::slab_bytes_per_row(kernel, &extents)
+            } else {
+                0
+            },
         );
         plan.tiling = plan.tiling.shifted(offset);
         let partition = Partition::new(plan.tiling.n_tiles(), plan.workers, plan.chunk);

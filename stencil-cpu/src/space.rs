@@ -567,6 +567,11 @@ mod tests {
         let shape = [64, 64, 64];
         let slab = crate::schedules::slab_bytes_per_row(&k, &shape);
         assert_eq!(slab, 3 * 64 * 8);
+        // An axis of 16 rows or fewer is never cut: no analysis, 0.
+        assert_eq!(
+            crate::schedules::slab_bytes_per_row(&k, &[64, crate::MIN_SLAB_ROWS, 64]),
+            0
+        );
         let grids = 2 * 64 * 64 * 64 * 8;
         let rows = |l1: usize, slab: usize, grids: usize| {
             crate::schedules::slab_rows(&shape, slab, grids, 32 << 20, l1)
