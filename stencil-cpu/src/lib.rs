@@ -49,8 +49,8 @@ pub use pool::{
     CpuBackend, INLINE_POINTS, PoolActivity, THREADS_ENV, allowed_cpus, core_share, set_core_share,
 };
 pub use schedules::{
-    AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK, LONG_ROW_REGISTER_ROWS, MIN_1D_CHUNK,
-    MIN_SLAB_ROWS,
+    AUTO_PREFETCH_CACHES, AUTO_STREAMING_CACHES, DEFAULT_STREAMING_ROW_BLOCK,
+    LONG_ROW_REGISTER_ROWS, MIN_1D_CHUNK, MIN_SLAB_ROWS,
 };
 pub use space::ScheduleSpace;
 pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, PREFETCH_AUTO};

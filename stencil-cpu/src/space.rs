@@ -688,8 +688,10 @@ mod tests {
                 CpuStores::Plain
             };
             // Its automatic prefetch likewise: two rows ahead where the two grids (input and
-            // output) exceed the cache, none where the cache holds them.
-            let auto_prefetch = if 2 * shape.iter().product::<usize>() * 8 > 32 << 20 {
+            // output) exceed two caches, none otherwise.
+            let auto_prefetch = if 2 * shape.iter().product::<usize>() * 8
+                > crate::AUTO_PREFETCH_CACHES * (32 << 20)
+            {
                 stencil_core::DEFAULT_PREFETCH_ROWS
             } else {
                 0

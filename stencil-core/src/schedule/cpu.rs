@@ -25,11 +25,12 @@ pub const DEFAULT_PREFETCH_ROWS: usize = 2;
 
 /// [`CpuSchedule::prefetch`] of [`CpuSchedule::default()`]: the backend chooses. The CPU
 /// backend prefetches [`DEFAULT_PREFETCH_ROWS`] rows ahead when the grids a sweep (or a time
-/// loop) reads and writes, interiors counted, take more than this process's share of the
-/// last-level cache (measured where it was measured:
-/// [`Backend::use_measured_caches`](crate::Backend::use_measured_caches)), and
+/// loop) reads and writes, interiors counted, take more than twice this process's share of
+/// the last-level cache (`stencil_cpu::AUTO_PREFETCH_CACHES`; the share measured where it
+/// was measured: [`Backend::use_measured_caches`](crate::Backend::use_measured_caches)), and
 /// nothing otherwise: from the cache, the prefetches only cost instructions (without them,
-/// the in-cache sweeps of the benchmark ran up to 13% faster on a Zen 4 core). Any other
+/// the in-cache sweeps of the benchmark ran up to 13% faster on a Zen 4 core, and sweeps of
+/// grids up to about twice the measured share 10-25% faster on a Zen 5 core). Any other
 /// value is honoured as given.
 pub const PREFETCH_AUTO: usize = usize::MAX;
 
