@@ -157,10 +157,6 @@ pub(crate) fn default_tile(
     let mut tile = default_schedule(shape, workers).tile;
     if let Some(rows) = slab {
         let n_dims = shape.len().min(MAX_DIMS);
-        if tile[0] == 0 {
-            // The outer axis was left whole: it stays whole beside the cut.
-            tile[0] = shape[0];
-        }
         tile[n_dims - 2] = match tile[n_dims - 2] {
             0 => rows,
             t => t.min(rows),
