@@ -6,7 +6,10 @@
 //! f64 and f32, the library's default and tuned schedules beside the naive C loop compiled
 //! in the same run (module `c_loop`), timed in the same rounds, and each kernel's `#[fma]`
 //! variant under the default schedule ("library, fma": one rounding per `a * b + c`, as gcc
-//! contracts by default; fast only where the build targets an FMA instruction).
+//! contracts by default; fast only where the build targets an FMA instruction). Each kernel
+//! ends with the C loop copying its input to its output in the same rounds ("C copy
+//! (bound)"): every row's "of bound" is that copy's median over the row's, the fraction of
+//! the speed the grids' cache level allows a one-input sweep on this machine.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -148,6 +151,9 @@ pub(crate) struct LoopRow {
     /// Median of the C loop (contracting, then `-ffp-contract=off`) in the same rounds; NaN
     /// without `cc`.
     pub(crate) c_ms: [f64; 2],
+    /// Median of the C copy loop on the same grids in the same rounds (the bound); NaN
+    /// without `cc`.
+    pub(crate) copy_ms: f64,
     /// The schedule the tuner chose, for the tuned row.
     pub(crate) schedule: Option<String>,
 }
@@ -158,8 +164,8 @@ impl LoopRow {
         self.points as f64 / (self.stats.median * 1e-3) / 1e9
     }
 
-    /// The row as one JSON object (`over_c`: the C loop's median over the row's, null
-    /// without `cc`).
+    /// The row as one JSON object (`over_c`: the C loop's median over the row's; `of_bound`:
+    /// the copy loop's median over the row's; null without `cc`).
     pub(crate) fn json(&self) -> String {
         let over = |c: f64| {
             if c.is_finite() {
@@ -171,7 +177,7 @@ impl LoopRow {
         format!(
             "{{\"in_cache\":\"{}\",\"impl\":\"{}\",\"threads\":1,\"ms_median\":{:.4},\
              \"ms_min\":{:.4},\"ms_max\":{:.4},\"gpts\":{:.4},\"over_c\":{},\
-             \"over_c_nofma\":{},\"schedule\":{}}}",
+             \"over_c_nofma\":{},\"of_bound\":{},\"schedule\":{}}}",
             self.kernel,
             self.imp,
             self.stats.median,
@@ -180,6 +186,7 @@ impl LoopRow {
             self.gpts(),
             over(self.c_ms[0]),
             over(self.c_ms[1]),
+            over(self.copy_ms),
             self.schedule
                 .as_ref()
                 .map_or("null".to_string(), |s| format!("{s:?}")),
@@ -192,8 +199,8 @@ pub(crate) fn loop_table(rows: &[LoopRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<22} {:<28} {:>9} {:>17} {:>7} {:>7} {:>9}",
-        "kernel", "impl", "median ms", "min-max ms", "GPt/s", "x C", "x C nofma"
+        "{:<22} {:<28} {:>9} {:>17} {:>7} {:>7} {:>9} {:>8}",
+        "kernel", "impl", "median ms", "min-max ms", "GPt/s", "x C", "x C nofma", "of bound"
     );
     let mut last = "";
     for r in rows {
@@ -208,9 +215,14 @@ pub(crate) fn loop_table(rows: &[LoopRow]) -> String {
                 "-".to_string()
             }
         };
+        let bound = if r.copy_ms.is_finite() {
+            format!("{:.0}%", 100.0 * r.copy_ms / r.stats.median)
+        } else {
+            "-".to_string()
+        };
         let _ = writeln!(
             out,
-            "{:<22} {:<28} {:>9.4} {:>8.4}-{:<8.4} {:>7.3} {:>7} {:>9}",
+            "{:<22} {:<28} {:>9.4} {:>8.4}-{:<8.4} {:>7.3} {:>7} {:>9} {:>8}",
             r.kernel,
             r.imp,
             r.stats.median,
@@ -219,6 +231,7 @@ pub(crate) fn loop_table(rows: &[LoopRow]) -> String {
             r.gpts(),
             over(r.c_ms[0]),
             over(r.c_ms[1]),
+            bound,
         );
     }
     out.push('\n');
@@ -512,13 +525,27 @@ impl<T: Element, const D: usize> Measured for Case<T, D> {
                 .count();
             assert!(bad == 0, "bench: {} {name}: {bad} values differ", self.name);
         }
+        // The bound, last and unchecked (it computes a copy): the C loop moving the same
+        // bytes with no arithmetic, timed in the same rounds.
+        if let Ok(loops) = loops {
+            let copy = if size_of::<T>() == 4 {
+                "copy_f32"
+            } else {
+                "copy_f64"
+            };
+            ways.push((
+                "C copy (bound)".to_string(),
+                Way::C(loops.sweep(copy, true)),
+            ));
+        }
         let stats = rounds(ways.len(), repeats, |k| {
             self.sweep(&ways[k].1);
         });
-        let c_ms = if n_c == 2 {
-            [stats[0].median, stats[1].median]
+        let (c_ms, copy_ms) = if n_c == 2 {
+            let copy = stats[ways.len() - 1].median;
+            ([stats[0].median, stats[1].median], copy)
         } else {
-            [f64::NAN; 2]
+            ([f64::NAN; 2], f64::NAN)
         };
         let points = self.u.geometry().shape[..D].iter().product();
         ways.into_iter()
@@ -529,6 +556,7 @@ impl<T: Element, const D: usize> Measured for Case<T, D> {
                 stats,
                 points,
                 c_ms,
+                copy_ms,
                 schedule: matches!(way, Way::Tuned(..))
                     .then(|| tuned.clone())
                     .flatten(),

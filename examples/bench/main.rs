@@ -706,7 +706,8 @@ fn main() {
             }
             println!(
                 "\nloops in cache, 1 thread (x C: the C loop's median over the row's, timed in \
-                 the same rounds; C loop: {}):",
+                 the same rounds; of bound: the C copy loop's median over the row's; C loop: \
+                 {}):",
                 match &c_loops {
                     Ok(loops) => format!(
                         "{}, {} and {}",
