@@ -3,7 +3,7 @@
 //! library's default and tuned schedules, in points per second; and the fixed cost of one
 //! `run()` (the 7-point stencil on an 8^3 grid, which computes in well under a microsecond).
 //! Then the loops in cache on one thread ([`loop_rows`]): W1, W2, W3 and the radius-4 star,
-//! f64 and f32, the library's default and tuned schedules beside the naive C loop compiled
+//! each in f64 and f32, the library's default and tuned schedules beside the naive C loop compiled
 //! in the same run (module `c_loop`), timed in the same rounds, and each kernel's `#[fma]`
 //! variant under the default schedule ("library, fma": one rounding per `a * b + c`, as gcc
 //! contracts by default; fast only where the build targets an FMA instruction). Each kernel
@@ -33,6 +33,25 @@ stencil! {
     #[fma]
     fn five_point_f32_fma(u: &Grid2<f32>, out: &mut Grid2<f32>, c0: f32, c1: f32) {
         out[i, j] = c0 * u[i, j] + c1 * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1]);
+    }
+
+    /// The radius-4 3-D star (`kernels::star4`) in f32.
+    fn star4_f32(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32, c2: f32, c3: f32, c4: f32) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1])
+            + c2 * (u[i-2, j, k] + u[i+2, j, k] + u[i, j-2, k] + u[i, j+2, k] + u[i, j, k-2] + u[i, j, k+2])
+            + c3 * (u[i-3, j, k] + u[i+3, j, k] + u[i, j-3, k] + u[i, j+3, k] + u[i, j, k-3] + u[i, j, k+3])
+            + c4 * (u[i-4, j, k] + u[i+4, j, k] + u[i, j-4, k] + u[i, j+4, k] + u[i, j, k-4] + u[i, j, k+4]);
+    }
+
+    /// The same with fused multiply-add.
+    #[fma]
+    fn star4_f32_fma(u: &Grid3<f32>, out: &mut Grid3<f32>, c0: f32, c1: f32, c2: f32, c3: f32, c4: f32) {
+        out[i, j, k] = c0 * u[i, j, k]
+            + c1 * (u[i-1, j, k] + u[i+1, j, k] + u[i, j-1, k] + u[i, j+1, k] + u[i, j, k-1] + u[i, j, k+1])
+            + c2 * (u[i-2, j, k] + u[i+2, j, k] + u[i, j-2, k] + u[i, j+2, k] + u[i, j, k-2] + u[i, j, k+2])
+            + c3 * (u[i-3, j, k] + u[i+3, j, k] + u[i, j-3, k] + u[i, j+3, k] + u[i, j, k-3] + u[i, j, k+3])
+            + c4 * (u[i-4, j, k] + u[i+4, j, k] + u[i, j-4, k] + u[i, j+4, k] + u[i, j, k-4] + u[i, j, k+4]);
     }
 }
 
@@ -315,6 +334,14 @@ pub(crate) fn loop_rows(
         star,
         |u, o, c| kernels::star4(u, o, c[0], c[1], c[2], c[3], c[4]),
     ));
+    add(&mut Case::<f32, 3>::new(
+        "star r4 25-pt f32 64^3",
+        "star4_f32",
+        [64; 3],
+        4,
+        star,
+        |u, o, c| star4_f32(u, o, c[0], c[1], c[2], c[3], c[4]),
+    ));
     rows
 }
 
@@ -327,6 +354,7 @@ fn fma_variant<T: Element, const D: usize>(symbol: &str) -> Option<Bind<T, D>> {
     let w3: Bind<f64, 2> = |u, o, c| kernels::five_point_fma(u, o, c[0], c[1]);
     let w3_f32: Bind<f32, 2> = |u, o, c| five_point_f32_fma(u, o, c[0], c[1]);
     let star: Bind<f64, 3> = |u, o, c| kernels::star4_fma(u, o, c[0], c[1], c[2], c[3], c[4]);
+    let star_f32: Bind<f32, 3> = |u, o, c| star4_f32_fma(u, o, c[0], c[1], c[2], c[3], c[4]);
     let variant: Box<dyn std::any::Any> = match symbol {
         "w1_f64" => Box::new(w1),
         "w1_f32" => Box::new(w1_f32),
@@ -335,6 +363,7 @@ fn fma_variant<T: Element, const D: usize>(symbol: &str) -> Option<Bind<T, D>> {
         "w3_f64" => Box::new(w3),
         "w3_f32" => Box::new(w3_f32),
         "star4_f64" => Box::new(star),
+        "star4_f32" => Box::new(star_f32),
         _ => return None,
     };
     variant.downcast::<Bind<T, D>>().ok().map(|b| *b)
