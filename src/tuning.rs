@@ -294,15 +294,16 @@ pub(crate) fn choose_steps<T: Element>(
 }
 
 /// Tunes `stencil` on grids resident on `device` (or finds its schedule in the memo or the
-/// cache), running trials with [`CudaDevice::run`] on these very grids, and returns the report;
-/// run the schedule with `device.run(.., &schedule)`. Timing device-resident sweeps (the
+/// cache), running trials with [`CudaDevice::run_at_step`] at step 0 on these very grids, and
+/// returns the report; run the schedule with `device.run(.., &schedule)` (`run_at_step` for a
+/// kernel that reads its step). Timing device-resident sweeps (the
 /// device synchronised after each) measures the kernels alone, which trials through
 /// [`CudaBackend`](crate::CudaBackend) on host grids cannot: those include uploads and
 /// downloads. `policy` and `cache` default as for [`Launch::run`](crate::Launch::run).
 ///
 /// # Errors
-/// The errors of [`CudaDevice::run`] for a call that does not fit the kernel (checked by one
-///   run of the default schedule first).
+/// The errors of [`CudaDevice::run_at_step`] for a call that does not fit the kernel (checked
+///   by one run of the default schedule first).
 pub fn tune_on_device<T: GpuElement, const D: usize>(
     device: &CudaDevice,
     stencil: &Stencil<T>,
@@ -320,7 +321,7 @@ pub fn tune_on_device<T: GpuElement, const D: usize>(
     let default = stencil_cuda::caps::default_schedule(kernel, &shape);
     // One checked run first: a call that does not fit the kernel is an error, not a failed
     // trial.
-    device.run(stencil, inputs, outputs, params, &default)?;
+    device.run_at_step(stencil, inputs, outputs, params, 0, &default)?;
     device.synchronize()?;
     let caps = device.caps();
     let (major, minor) = caps.compute_capability;
@@ -358,7 +359,9 @@ pub fn tune_on_device<T: GpuElement, const D: usize>(
         &settings,
         &mut |schedule| match schedule {
             Schedule::Gpu(s) => {
-                device.run(stencil, inputs, outputs, params, s).is_ok()
+                device
+                    .run_at_step(stencil, inputs, outputs, params, 0, s)
+                    .is_ok()
                     && device.synchronize().is_ok()
             }
             _ => false,

@@ -40,13 +40,15 @@ impl CudaDevice {
     /// Runs `stencil` once on device grids: `inputs` and `outputs` in the kernel's declaration
     /// order of each kind, `params` likewise. An output the kernel reads in place
     /// (`y = a * x + y`) gives each point its value from before the call. Asynchronous: call
-    /// [`synchronize`](Self::synchronize) or download to wait.
+    /// [`synchronize`](Self::synchronize) or download to wait. A kernel that reads its step
+    /// (`step()`) needs it given: [`run_at_step`](Self::run_at_step).
     ///
     /// # Errors
     /// [`ErrorKind::BadArgument`] / [`ErrorKind::ShapeMismatch`] /
     /// [`ErrorKind::HaloTooNarrow`] for calls that do not fit the kernel (the checks of
     /// [`Job::new`](stencil_core::Job::new); each input's halo against the reach of the
-    /// kernel's reads of it); a grid of another device; generator and driver errors;
+    /// kernel's reads of it); [`ErrorKind::BadArgument`] for a kernel that reads its step;
+    /// a grid of another device; generator and driver errors;
     /// [`ErrorKind::BackendUnavailable`] for a kernel with reductions, whose results this
     /// call has nowhere to put: use [`run_reducing`](Self::run_reducing).
     pub fn run<T: GpuElement, const D: usize>(
@@ -55,6 +57,37 @@ impl CudaDevice {
         inputs: &[&DeviceGrid<T, D>],
         outputs: &mut [&mut DeviceGrid<T, D>],
         params: &[T],
+        schedule: &GpuSchedule,
+    ) -> Result<()> {
+        self.run_on_step(stencil, inputs, outputs, params, None, schedule)
+    }
+
+    /// [`run`](Self::run) as time step `step`: the value a kernel's `step()` reads, as
+    /// `Launch::at_step` gives it on host grids, for device-resident time loops the caller
+    /// drives. For a kernel that does not read its step, the same as `run`.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run), without the refusal of kernels that read their step.
+    pub fn run_at_step<T: GpuElement, const D: usize>(
+        &self,
+        stencil: &Stencil<T>,
+        inputs: &[&DeviceGrid<T, D>],
+        outputs: &mut [&mut DeviceGrid<T, D>],
+        params: &[T],
+        step: u64,
+        schedule: &GpuSchedule,
+    ) -> Result<()> {
+        self.run_on_step(stencil, inputs, outputs, params, Some(step), schedule)
+    }
+
+    /// [`run`](Self::run) and [`run_at_step`](Self::run_at_step).
+    fn run_on_step<T: GpuElement, const D: usize>(
+        &self,
+        stencil: &Stencil<T>,
+        inputs: &[&DeviceGrid<T, D>],
+        outputs: &mut [&mut DeviceGrid<T, D>],
+        params: &[T],
+        step: Option<u64>,
         schedule: &GpuSchedule,
     ) -> Result<()> {
         let kernel = stencil.kernel();
@@ -68,7 +101,7 @@ impl CudaDevice {
                 ),
             ));
         }
-        self.launch_on_grids(stencil, inputs, outputs, params, schedule)
+        self.launch_on_grids(stencil, inputs, outputs, params, step, schedule)
             .map(drop)
     }
 
@@ -87,9 +120,41 @@ impl CudaDevice {
         params: &[T],
         schedule: &GpuSchedule,
     ) -> Result<Vec<T>> {
+        self.run_reducing_on_step(stencil, inputs, outputs, params, None, schedule)
+    }
+
+    /// [`run_reducing`](Self::run_reducing) as time step `step` (see
+    /// [`run_at_step`](Self::run_at_step)).
+    ///
+    /// # Errors
+    /// As [`run_reducing`](Self::run_reducing), without the refusal of kernels that read
+    /// their step.
+    pub fn run_reducing_at_step<T: GpuElement, const D: usize>(
+        &self,
+        stencil: &Stencil<T>,
+        inputs: &[&DeviceGrid<T, D>],
+        outputs: &mut [&mut DeviceGrid<T, D>],
+        params: &[T],
+        step: u64,
+        schedule: &GpuSchedule,
+    ) -> Result<Vec<T>> {
+        self.run_reducing_on_step(stencil, inputs, outputs, params, Some(step), schedule)
+    }
+
+    /// [`run_reducing`](Self::run_reducing) and
+    /// [`run_reducing_at_step`](Self::run_reducing_at_step).
+    fn run_reducing_on_step<T: GpuElement, const D: usize>(
+        &self,
+        stencil: &Stencil<T>,
+        inputs: &[&DeviceGrid<T, D>],
+        outputs: &mut [&mut DeviceGrid<T, D>],
+        params: &[T],
+        step: Option<u64>,
+        schedule: &GpuSchedule,
+    ) -> Result<Vec<T>> {
         let kernel = stencil.kernel();
         let Some((buffers, len)) =
-            self.launch_on_grids(stencil, inputs, outputs, params, schedule)?
+            self.launch_on_grids(stencil, inputs, outputs, params, step, schedule)?
         else {
             // An empty interior: every reduction combines nothing.
             return Ok(kernel
@@ -103,7 +168,8 @@ impl CudaDevice {
         Ok(values)
     }
 
-    /// The launch of [`run`](Self::run) and [`run_reducing`](Self::run_reducing): returns the
+    /// The launch of [`run`](Self::run) and [`run_reducing`](Self::run_reducing) at time step
+    /// `step` (`None`: not given, refused for a kernel that reads it): returns the
     /// reductions' partials buffers and their length, `None` when the interior is empty (no
     /// launch).
     #[allow(clippy::type_complexity)]
@@ -113,10 +179,12 @@ impl CudaDevice {
         inputs: &[&DeviceGrid<T, D>],
         outputs: &mut [&mut DeviceGrid<T, D>],
         params: &[T],
+        step: Option<u64>,
         schedule: &GpuSchedule,
     ) -> Result<Option<(Vec<CudaSlice<T>>, usize)>> {
         let kernel = stencil.kernel();
         check_call(kernel, inputs, outputs, params.len())?;
+        let step = step_given(kernel, step)?;
         for g in inputs
             .iter()
             .map(|g| &g.device)
@@ -173,8 +241,7 @@ impl CudaDevice {
         for p in params {
             builder.arg(p);
         }
-        // Device-grid launches have no step: a kernel that reads it reads 0.
-        let step = crate::codegen::step_argument::<T>(kernel, 0);
+        let step = crate::codegen::step_argument::<T>(kernel, step);
         if let Some(step) = &step {
             builder.arg(step);
         }
@@ -191,6 +258,23 @@ impl CudaDevice {
         // indices below their length.
         unsafe { builder.launch(config) }.map_err(driver_error("kernel launch"))?;
         Ok(Some((partials, loaded.partials)))
+    }
+}
+
+/// The step a device-grid launch passes: `step`, or 0 for a kernel that does not read it;
+/// [`ErrorKind::BadArgument`] when the kernel reads it and none was given.
+fn step_given(kernel: &Kernel, step: Option<u64>) -> Result<u64> {
+    match step {
+        Some(step) => Ok(step),
+        None if kernel.reads_step() => Err(Error::new(
+            ErrorKind::BadArgument,
+            format!(
+                "kernel `{}` reads its step: give it with `CudaDevice::run_at_step` \
+                 (or `run_reducing_at_step`)",
+                kernel.name
+            ),
+        )),
+        None => Ok(0),
     }
 }
 
@@ -250,4 +334,35 @@ fn check_call<T: GpuElement, const D: usize>(
     }
     // Halos: `codegen::check_halos` on the geometries, per input against its own reach.
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stencil_core::{ElemType, KernelBuilder};
+
+    /// `out = u + step()` (with `reads_step`) or `out = u`.
+    fn kernel(reads_step: bool) -> Kernel {
+        let mut b = KernelBuilder::new("k", 1, ElemType::F64);
+        let u = b.input("u");
+        let out = b.output("out");
+        let mut value = b.read(u, &[0]);
+        if reads_step {
+            let step = b.step();
+            value = b.add(value, step);
+        }
+        b.store(out, value);
+        b.finish().expect("kernel")
+    }
+
+    #[test]
+    fn a_kernel_that_reads_its_step_needs_it_given_on_device_grids() {
+        let err = step_given(&kernel(true), None).expect_err("no step given");
+        assert_eq!(err.kind(), ErrorKind::BadArgument);
+        assert!(err.to_string().contains("run_at_step"), "{err}");
+        assert_eq!(step_given(&kernel(true), Some(7)).expect("given"), 7);
+        // A kernel that does not read it runs with or without one.
+        assert_eq!(step_given(&kernel(false), None).expect("not read"), 0);
+        assert_eq!(step_given(&kernel(false), Some(7)).expect("not read"), 7);
+    }
 }

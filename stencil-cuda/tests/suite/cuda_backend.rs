@@ -65,3 +65,53 @@ fn device_grid_copy_from_replaces_the_storage_or_reports_no_gpu() {
     let refused = on_device.copy_from(&other).unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::ShapeMismatch, "{refused}");
 }
+
+/// A kernel that reads its step gets the step a device-grid launch is given
+/// (`CudaDevice::run_at_step`), and `CudaDevice::run`, which has none to give, refuses it;
+/// without a GPU no device opens.
+#[test]
+fn device_grid_launches_pass_the_step_they_are_given_or_report_no_gpu() {
+    use stencil_core::schedule::GpuSchedule;
+    use stencil_core::{ElemType, KernelBuilder, Stencil};
+    let device = match CudaDevice::global() {
+        Ok(device) => device,
+        Err(e) => {
+            assert_eq!(e.kind(), ErrorKind::BackendUnavailable, "{e}");
+            println!("SKIP: no CUDA GPU ({e})");
+            return;
+        }
+    };
+    // out = u + 0.5 * step()
+    let mut b = KernelBuilder::new("plus_step", 2, ElemType::F64);
+    let u = b.input("u");
+    let out = b.output("out");
+    let value = b.read(u, &[0, 0]);
+    let step = b.step();
+    let half = b.constant(0.5);
+    let scaled = b.mul(half, step);
+    let sum = b.add(value, scaled);
+    b.store(out, sum);
+    let stencil = Stencil::<f64>::new(b.finish().unwrap()).unwrap();
+    let mut host = Grid::<f64, 2>::with_halo([6, 9], 1).unwrap();
+    for (k, v) in host.as_mut_slice().iter_mut().enumerate() {
+        *v = k as f64 * 0.25 - 1.0;
+    }
+    let input = device.upload(&host).unwrap();
+    let mut poisoned = host.like();
+    poisoned.as_mut_slice().fill(f64::NAN);
+    let mut output = device.upload(&poisoned).unwrap();
+    let schedule = GpuSchedule::default();
+    let refused = device
+        .run(&stencil, &[&input], &mut [&mut output], &[], &schedule)
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::BadArgument, "{refused}");
+    device
+        .run_at_step(&stencil, &[&input], &mut [&mut output], &[], 7, &schedule)
+        .unwrap();
+    let result = output.download().unwrap();
+    for i in 0..6 {
+        for j in 0..9 {
+            assert_eq!(result[[i, j]], host[[i, j]] + 3.5, "({i}, {j})");
+        }
+    }
+}
