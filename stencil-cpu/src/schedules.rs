@@ -6,10 +6,11 @@
 //! is split first; only when it is too short for the target count (say 3 planes for 16
 //! threads) is the next one split too. A 1-D interior is one row, so it is split into chunks
 //! of at least [`MIN_1D_CHUNK`] points (short enough to share, long enough that the per-tile
-//! cost vanishes). One cache rule is the default's own: a 3-D sweep whose grids the cache
-//! holds cuts its planes into slabs of rows whose `2r + 1` input planes fit the first-level
-//! cache ([`slab_rows`]), where the loop, not memory, sets the pace. Cache blocking for the
-//! last-level cache (core blocks sized to it) is the tuner's business.
+//! cost vanishes). One cache rule is the default's own: a 3-D sweep cuts its planes into slabs
+//! of rows whose input planes fit the first-level cache, for grids the last-level cache
+//! holds (where the loop, not memory, sets the pace), or half the second-level cache, for
+//! grids beyond it ([`slab_rows`]). Cache blocking for the last-level cache (core blocks
+//! sized to it) is the tuner's business.
 
 use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, MAX_DIMS, PREFETCH_AUTO};
 
@@ -53,38 +54,51 @@ pub(crate) fn register_rows(
 /// take two thirds of it, the rest for the output rows and the stack.
 const SLAB_L1_FRACTION: (usize, usize) = (2, 3);
 
+/// Most rows of a slab block of a sweep from memory, as a fraction of the second-level cache:
+/// the `2r + 1` planes of input rows may take half of it, the rest for the output rows and
+/// the lines the prefetches bring ahead (see [`slab_rows`]).
+const SLAB_L2_FRACTION: (usize, usize) = (1, 2);
+
 /// Fewest rows of a slab block: below this the rows a block reads twice (its halo along the
-/// second-innermost axis, `2r` rows per block) cost more than the first-level reuse gains.
+/// second-innermost axis, `2r` rows per block) cost more than the reuse gains.
 pub const MIN_SLAB_ROWS: usize = 16;
 
 /// The rows of the blocks into which the default schedule cuts the second-innermost axis of a
-/// sweep whose grids the cache holds (`grid_bytes <= llc_bytes`), when each plane of its
-/// blocks reads `slab_bytes_per_row` bytes of input per row ([`slab_bytes_per_row`]): the
-/// most rows whose slab fits two thirds of the first-level cache (`l1_bytes`), evened out
-/// over the axis, or `None` (the axis stays whole) when the whole axis fits already, when
-/// fewer than [`MIN_SLAB_ROWS`] rows would fit, for fewer than three dimensions, and for
-/// grids beyond the cache.
+/// 3-D (or more) sweep whose blocks read `slab_bytes_per_row` bytes of input per row of a
+/// plane ([`slab_bytes_per_row`]): for grids the cache holds (`grid_bytes <= llc_bytes`),
+/// the most rows whose slab fits two thirds of the first-level cache (`l1_bytes`), for grids
+/// beyond it half the second-level cache (`l2_bytes`); evened out over the axis. `None` (the
+/// axis stays whole) when the whole axis fits already, when fewer than [`MIN_SLAB_ROWS`]
+/// rows would fit, and for fewer than three dimensions.
 ///
 /// A block sweeps its outermost axis plane by plane; each plane reads the `2r + 1` planes
-/// around it, so when the block's rows of those planes stay in the first-level cache, each
-/// input row comes from the second level once rather than once per plane reading it. The
-/// 7-point f64 sweep of a 64^3 grid in cache on a Zen 5 core (48 KiB first-level cache), one
-/// thread: whole planes 79 us, blocks of 16 rows (30 KiB of rows) 65-66 us, against 72 us
-/// for gcc's loop; f32, 32 rows: 42 against 44 us. Grids beyond the cache keep whole planes:
-/// there the rows a block reads twice come from memory, and memory sets the pace.
+/// around it, so when the block's rows of those planes stay in a cache close to the core,
+/// each input row comes from the farther level once rather than once per plane reading it.
+/// In cache, the 7-point f64 sweep of a 64^3 grid on a Zen 5 core (48 KiB first-level cache),
+/// one thread: whole planes 79 us, blocks of 16 rows (30 KiB of rows) 65-66 us, against 72 us
+/// for gcc's loop; f32, 32 rows: 42 against 44 us. From memory, on the same core (1 MiB
+/// second-level cache), the 7-point f64 sweep of 256^3: whole planes (three of 0.5 MiB)
+/// 10.8-11.5 ms, blocks of 52-64 rows 8.0-8.2 ms (1 thread), 6.7 against 5.8 ms (2 threads);
+/// 320^3: 18.0 against 16.8-16.9 ms in blocks of 48-64 rows, while blocks of 96 rows, whose
+/// planes overflow half the cache, ran at 18.8.
 pub(crate) fn slab_rows(
     shape: &[usize],
     slab_bytes_per_row: usize,
     grid_bytes: usize,
     llc_bytes: usize,
-    l1_bytes: usize,
+    (l1_bytes, l2_bytes): (usize, usize),
 ) -> Option<usize> {
     let n_dims = shape.len().min(MAX_DIMS);
-    if n_dims < 3 || slab_bytes_per_row == 0 || grid_bytes > llc_bytes {
+    if n_dims < 3 || slab_bytes_per_row == 0 {
         return None;
     }
     let rows = shape[n_dims - 2];
-    let most = l1_bytes * SLAB_L1_FRACTION.0 / SLAB_L1_FRACTION.1 / slab_bytes_per_row;
+    let budget = if grid_bytes <= llc_bytes {
+        l1_bytes * SLAB_L1_FRACTION.0 / SLAB_L1_FRACTION.1
+    } else {
+        l2_bytes * SLAB_L2_FRACTION.0 / SLAB_L2_FRACTION.1
+    };
+    let most = budget / slab_bytes_per_row;
     if most >= rows || most < MIN_SLAB_ROWS {
         return None;
     }
@@ -92,11 +106,15 @@ pub(crate) fn slab_rows(
 }
 
 /// The input bytes per row of a slab block of `kernel` on an interior of `shape` (see
-/// [`slab_rows`]): `2r + 1` rows (`r` the radius along the third-innermost axis, whose planes
-/// a block sweeps: the outermost in 3-D) of every input. 0, which keeps the default's blocks
-/// whole, for kernels with a retimed loop (their sweeps are bound by arithmetic: the 27-point
-/// stencil ran 5-8% slower in such blocks), reductions or outputs read in place, and, before
-/// any analysis of the kernel, for interiors of fewer than three dimensions or whose
+/// [`slab_rows`]): for every input, the rows of the planes its reads span across the axis a
+/// block sweeps plane by plane (the third-innermost: the outermost in 3-D), `low + high + 1`
+/// of its radius there. 0, which keeps the default's blocks whole, when an input is read on
+/// its own plane only (a slab gains nothing on such a stream and cuts it: Kamil's Divergence,
+/// three inputs of which one is read across planes, ran its 256^3 sweep from memory at
+/// 15.4 ms with whole planes and 16.1-16.5 ms in slabs of 26-64 rows, on a Zen 5 core), for
+/// kernels with a retimed loop (their sweeps are bound by arithmetic: the 27-point stencil
+/// ran 5-8% slower in such blocks), reductions or outputs read in place, and, before any
+/// analysis of the kernel, for interiors of fewer than three dimensions or whose
 /// second-innermost axis no slab would cut (at most [`MIN_SLAB_ROWS`] rows): a call on a
 /// small grid pays nothing for the rule (the analysis took 0.6 us of the 1.3 us `run()` on an
 /// 8^3 grid).
@@ -110,8 +128,17 @@ pub(crate) fn slab_bytes_per_row(kernel: &stencil_core::Kernel, shape: &[usize])
     {
         return 0;
     }
-    let planes = 2 * stencil_core::analysis::radius(kernel).in_dim(n_dims - 3) as usize + 1;
-    planes * kernel.inputs().count() * shape[n_dims - 1] * kernel.elem().size_bytes()
+    let across = n_dims - 3;
+    let mut rows = 0;
+    for input in kernel.inputs() {
+        let r = stencil_core::analysis::field_radius(kernel, input);
+        let planes = (r.low[across] + r.high[across]) as usize + 1;
+        if planes == 1 {
+            return 0;
+        }
+        rows += planes;
+    }
+    rows * shape[n_dims - 1] * kernel.elem().size_bytes()
 }
 
 /// `Auto` stores stream when a sweep's outputs exceed this many last-level caches.
@@ -245,7 +272,7 @@ pub(crate) fn plan_on(
                 slab_bytes_per_row,
                 grid_bytes,
                 machine.llc_share(),
-                machine.l1(),
+                (machine.l1(), machine.l2()),
             ),
         )
     } else {

@@ -148,7 +148,7 @@ impl ScheduleSpace {
                 crate::schedules::slab_bytes_per_row(kernel, shape),
                 grid_bytes,
                 machine.llc_share(),
-                machine.l1(),
+                (machine.l1(), machine.l2()),
             ),
         );
         if !tiles.contains(&default_tile) {
@@ -533,7 +533,9 @@ mod tests {
             l2_bytes: 256 << 10,
             llc_bytes: 0,
         });
-        assert_eq!(middles(&measured), [0, 32]);
+        // 32: the space's blocks; 20: the default's slab from memory, as many rows as fit
+        // half the measured cache (3 planes of 256 f64 per row: 21, evened out to 20).
+        assert_eq!(middles(&measured), [0, 20, 32]);
         assert_eq!(
             middles(&measured),
             middles(&machine(StreamWidth::Avx512, 256 << 10))
@@ -574,19 +576,26 @@ mod tests {
         );
         let grids = 2 * 64 * 64 * 64 * 8;
         let rows = |l1: usize, slab: usize, grids: usize| {
-            crate::schedules::slab_rows(&shape, slab, grids, 32 << 20, l1)
+            crate::schedules::slab_rows(&shape, slab, grids, 32 << 20, (l1, 1 << 20))
         };
         assert_eq!(rows(48 << 10, slab, grids), Some(16));
         // f32: half the bytes, 42 rows fit: 2 blocks of 32.
         assert_eq!(rows(48 << 10, slab / 2, grids / 2), Some(32));
         // A 32 KiB cache holds 14 f64 rows, fewer than a block needs: planes stay whole.
         assert_eq!(rows(32 << 10, slab, grids), None);
-        // Grids beyond the cache, whole planes that fit, and no slab: whole planes.
+        // Grids beyond the cache: half the 1 MiB second-level cache holds all 64 rows, so
+        // planes stay whole; whole planes that fit, and no slab: whole planes.
         assert_eq!(rows(48 << 10, slab, (32 << 20) + 1), None);
         assert_eq!(rows(1 << 20, slab, grids), None);
         assert_eq!(rows(48 << 10, 0, grids), None);
         assert_eq!(
-            crate::schedules::slab_rows(&[64, 64], 3 * 64 * 8, grids, 32 << 20, 48 << 10),
+            crate::schedules::slab_rows(
+                &[64, 64],
+                3 * 64 * 8,
+                grids,
+                32 << 20,
+                (48 << 10, 1 << 20)
+            ),
             None,
             "2-D"
         );
@@ -653,6 +662,70 @@ mod tests {
     }
 
     #[test]
+    fn defaults_from_memory_cut_planes_into_second_level_slabs() {
+        // 256^3 f64 from memory (two 128 MiB grids, an 8 MiB cache): 3 input rows of 256
+        // points per row of a block, 6 KiB; half of a 1 MiB second-level cache holds 85 such
+        // rows, evened out to 4 blocks of 64.
+        let k = star(3);
+        let shape = [256, 256, 256];
+        let slab = crate::schedules::slab_bytes_per_row(&k, &shape);
+        assert_eq!(slab, 3 * 256 * 8);
+        let grids = 2 * 256 * 256 * 256 * 8;
+        let rows = |l2: usize, slab: usize, grids: usize| {
+            crate::schedules::slab_rows(&shape, slab, grids, 8 << 20, (48 << 10, l2))
+        };
+        assert_eq!(rows(1 << 20, slab, grids), Some(64));
+        // A 2 MiB second-level cache: 170 rows, 2 blocks of 128.
+        assert_eq!(rows(2 << 20, slab, grids), Some(128));
+        // A 128 KiB one holds 10 rows, fewer than a block needs: planes stay whole.
+        assert_eq!(rows(128 << 10, slab, grids), None);
+        // The same grids in a cache that holds them take first-level slabs instead: two
+        // thirds of 48 KiB over 6 KiB, 5 rows, too few.
+        assert_eq!(
+            crate::schedules::slab_rows(&shape, slab, grids, grids, (48 << 10, 1 << 20)),
+            None
+        );
+        // The default plan's blocks from memory are the slabs (one thread: about four
+        // blocks along the planes), and so is the tuner's default point.
+        let m = machine(StreamWidth::Avx512, 1 << 20);
+        let space = ScheduleSpace::new(&m, &k, &shape, 1);
+        let tuning = space.tuning_space(&m, 8, 1);
+        let point = tuning.default_point.clone().expect("default in the space");
+        let Some(Schedule::Cpu(default)) = tuning.schedule(&point) else {
+            panic!("the default point is a CPU schedule");
+        };
+        assert_eq!(default.tile[..3], [64, 64, 0]);
+        // Kamil's Divergence: one of three inputs read across planes (the others stream
+        // through on their own plane), so no slab.
+        let mut b = KernelBuilder::new("divergence", 3, ElemType::F64);
+        let (x, y, z) = (b.input("x"), b.input("y"), b.input("z"));
+        let out = b.output("out");
+        let mut sum = b.read(x, &[1, 0, 0]);
+        for (field, offset) in [(x, [-1, 0, 0]), (y, [0, 1, 0]), (z, [0, 0, 1])] {
+            let r = b.read(field, &offset);
+            sum = b.add(sum, r);
+        }
+        b.store(out, sum);
+        let divergence = b.finish().unwrap();
+        assert_eq!(crate::schedules::slab_bytes_per_row(&divergence, &shape), 0);
+        // Two inputs read across planes, one at radius 2 below only: 3 + 3 planes' rows.
+        let mut b = KernelBuilder::new("two", 3, ElemType::F64);
+        let (p, q) = (b.input("p"), b.input("q"));
+        let out = b.output("out");
+        let mut sum = b.read(p, &[-1, 0, 0]);
+        for (field, offset) in [(p, [1, 0, 0]), (q, [-2, 0, 0]), (q, [0, 0, 1])] {
+            let r = b.read(field, &offset);
+            sum = b.add(sum, r);
+        }
+        b.store(out, sum);
+        let two = b.finish().unwrap();
+        assert_eq!(
+            crate::schedules::slab_bytes_per_row(&two, &shape),
+            (3 + 3) * 256 * 8
+        );
+    }
+
+    #[test]
     fn the_tuners_view_is_the_same_set_of_schedules() {
         use stencil_core::schedule::Searchable;
         let m = machine(StreamWidth::Avx, 2 << 20);
@@ -696,7 +769,12 @@ mod tests {
             } else {
                 0
             };
-            let default = crate::schedules::default_schedule(&shape, 2);
+            // The default's blocks, with their slabs of rows from memory (256^3 only: half
+            // the 2 MiB second-level cache over 3 planes of 256 f64 per row, 2 blocks of 128).
+            let mut default = crate::schedules::default_schedule(&shape, 2);
+            if shape == [256, 256, 256] {
+                default.tile[1] = 128;
+            }
             let point = tuning.default_point.clone().expect("default in the space");
             match tuning.schedule(&point) {
                 Some(Schedule::Cpu(s)) => {

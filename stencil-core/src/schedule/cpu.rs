@@ -62,13 +62,14 @@ pub struct CpuSchedule {
     /// Core-block extents per dimension (clamped to the interior; 0 means "whole extent"). The
     /// last entry of the kernel's dimensions is the row-length limit. All zeros (the
     /// default) leaves the blocks to the backend: the CPU backend cuts the outer dimensions
-    /// into about four blocks per thread, and in 3-D and more, for a sweep whose grids the
-    /// last-level cache holds, the second-innermost dimension into blocks whose rows of the
-    /// `2r + 1` input planes a plane reads (`r` the radius across planes: along the
-    /// outermost dimension in 3-D, the third-innermost beyond) fit two thirds of the
-    /// first-level cache, when that is at least 16 rows and fewer than the dimension's
-    /// extent (`stencil_cpu::MIN_SLAB_ROWS`; not for kernels with a retimed loop, reductions
-    /// or outputs read in place). In a time loop of 3 dimensions or more, `tile[1]` is
+    /// into about four blocks per thread, and in 3-D and more the second-innermost dimension
+    /// into blocks whose rows of the input planes a plane reads (for each input the planes
+    /// its reads span across the planes: along the outermost dimension in 3-D, the
+    /// third-innermost beyond) fit two thirds of the first-level cache, for a sweep whose
+    /// grids the last-level cache holds, or half the second-level cache, for one whose grids
+    /// it does not hold, when that is at least 16 rows and fewer than the dimension's extent
+    /// (`stencil_cpu::MIN_SLAB_ROWS`; not for kernels with a retimed loop, reductions,
+    /// outputs read in place or an input read on its own plane only). In a time loop of 3 dimensions or more, `tile[1]` is
     /// instead the rows of dimension 1 per temporal-blocking tile (or per block of rows a
     /// worker walks), 0 meaning the backend's choice.
     pub tile: [usize; MAX_DIMS],
