@@ -41,17 +41,25 @@ fn cuda_backend_verifies_or_reports_no_gpu() {
     }
 }
 
+/// The process's CUDA device, or `None` after printing why the test skips: without a GPU
+/// no device opens, and that is a `BackendUnavailable` error, never a panic.
+fn device_or_skip() -> Option<std::sync::Arc<CudaDevice>> {
+    match CudaDevice::global() {
+        Ok(device) => Some(device),
+        Err(e) => {
+            assert_eq!(e.kind(), ErrorKind::BackendUnavailable, "{e}");
+            println!("SKIP: no CUDA GPU ({e})");
+            None
+        }
+    }
+}
+
 /// `DeviceGrid::copy_from` replaces a device grid's storage in place, which `download`
 /// returns, and refuses a grid of another geometry; without a GPU no device opens.
 #[test]
 fn device_grid_copy_from_replaces_the_storage_or_reports_no_gpu() {
-    let device = match CudaDevice::global() {
-        Ok(device) => device,
-        Err(e) => {
-            assert_eq!(e.kind(), ErrorKind::BackendUnavailable, "{e}");
-            println!("SKIP: no CUDA GPU ({e})");
-            return;
-        }
+    let Some(device) = device_or_skip() else {
+        return;
     };
     let mut host = Grid::<f64, 2>::with_halo([5, 7], 1).unwrap();
     let mut on_device = device.upload(&host).unwrap();
@@ -73,13 +81,8 @@ fn device_grid_copy_from_replaces_the_storage_or_reports_no_gpu() {
 fn device_grid_launches_pass_the_step_they_are_given_or_report_no_gpu() {
     use stencil_core::schedule::GpuSchedule;
     use stencil_core::{ElemType, KernelBuilder, Stencil};
-    let device = match CudaDevice::global() {
-        Ok(device) => device,
-        Err(e) => {
-            assert_eq!(e.kind(), ErrorKind::BackendUnavailable, "{e}");
-            println!("SKIP: no CUDA GPU ({e})");
-            return;
-        }
+    let Some(device) = device_or_skip() else {
+        return;
     };
     // out = u + 0.5 * step()
     let mut b = KernelBuilder::new("plus_step", 2, ElemType::F64);
