@@ -1,7 +1,8 @@
 //! First-touch initialisation: grid values written by the threads that will compute them.
 //!
-//! Core's `Grid` allocates with `alloc_zeroed`, so the operating system maps no page until it
-//! is first written, and then maps it on the NUMA node of the writing thread. Initialising a
+//! Core's `Grid` of 4 MiB or more is, on Linux, a mapping of its own that the operating system
+//! backs with no page until it is first written, and then maps each page on the NUMA node of
+//! the writing thread (smaller grids come zeroed from the allocator). Initialising a
 //! grid with [`CpuBackend::first_touch`] writes every interior point from the worker that owns
 //! its core block under a schedule (the same static [`Partition`] a job with that schedule and
 //! shape uses), so each page ends up on the node of the thread that reads and writes it during

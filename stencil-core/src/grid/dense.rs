@@ -23,8 +23,12 @@ pub const DEFAULT_HALO: usize = 4;
 /// C order, last dimension unit-stride, as computed by [`Geometry::new`]: `halo` points on
 /// each side of every dimension, the unit-stride dimension padded so that the first interior
 /// point of every row is 64-byte aligned and row lengths avoid 4 KiB aliasing. Storage is one
-/// zero-initialised allocation aligned to 64 bytes, untouched until first written (pages are
-/// placed by first touch).
+/// zero-initialised allocation aligned to 64 bytes. On Linux a grid of 4 MiB or more
+/// (storage, halo included) is a mapping of its own: untouched until first written, so each
+/// page is placed on the NUMA node of the thread that first writes it, and backed by 2 MiB
+/// transparent huge pages where the kernel allows (fewer TLB misses when a sweep reads rows
+/// a plane apart). Smaller grids, and every grid elsewhere, come from the global allocator,
+/// which may write the zeros from the thread that makes the grid.
 ///
 /// # Boundaries and the halo
 /// Each face (dimension, [`Side`]) has a [`Boundary`]; new grids have `Dirichlet(0)` on every
