@@ -134,9 +134,21 @@ pub const TIME_DEPTHS: [usize; 5] = [1, 2, 4, 8, 16];
 /// cache.
 pub const DEFAULT_TIME_DEPTH: usize = 8;
 
-/// Planes of dimension 0 and rows of dimension 1 of the default tile of a time loop blocked
-/// in tiles (3-D and more, every face of every rotating grid a value or user-managed).
-pub const DEFAULT_TILE: usize = 16;
+/// Planes of dimension 0 of the default tile of a time loop blocked in tiles (3-D and more,
+/// every face of every rotating grid a value or user-managed). Its rows of dimension 1 are
+/// as many as keep one step of the tile within three quarters of the second-level cache, at
+/// least 4. The 7-point f64 loop at 256^3 (1 Zen 5 core, 1 MiB second-level cache, tiles of
+/// 4 rows) ran 5.2-5.4 ms per step in tiles of 24 to 48 planes, 5.9-6.0 in tiles of 16.
+pub const DEFAULT_TILE: usize = 32;
+
+/// Fewest rows of dimension 1 in a tile of the default schedule: the 7-point f64 loop at
+/// 256^3 ran 6.6-6.8 ms per step in tiles of 2 rows, 5.4-5.6 in tiles of 3 and 5.2-5.4 in
+/// tiles of 4 (1 Zen 5 core).
+pub(crate) const MIN_TILE_ROWS: usize = 4;
+
+/// The share of the effective second-level cache that one sub-step of a default tile may
+/// read and write (see [`default_tile_rows`]), as a fraction.
+pub(crate) const TILE_L2_FRACTION: (usize, usize) = (3, 4);
 
 impl CpuBackend {
     /// [`Backend::run_steps`](stencil_core::Backend::run_steps) for the CPU: temporal
@@ -196,10 +208,10 @@ impl CpuBackend {
 /// [`DEFAULT_TILE`] planes, else the thickest slab whose planes of every grid, over the slab
 /// plus the `depth * lag` planes the steps lag and the reach on either side, fit in half the
 /// last-level cache); depth 1 when a rotating grid has a periodic face in dimension 0, or for
-/// a 1-D kernel whose loop is retimed. Tiles (of `tile[1]` rows, 0: [`DEFAULT_TILE`]) when
-/// the kernel has 3 dimensions or more, the depth is above 1, every face of every rotating
-/// grid is a value or user-managed, and every worker's share of dimension 1 is wider than
-/// three times `(depth - 1)` times the kernel's reach along it.
+/// a 1-D kernel whose loop is retimed. Tiles (of `tile[1]` rows, 0: [`default_tile_rows`] for
+/// the slab) when the kernel has 3 dimensions or more, the depth is above 1, every face of
+/// every rotating grid is a value or user-managed, and every worker's share of dimension 1 is
+/// wider than three times `(depth - 1)` times the kernel's reach along it.
 pub(crate) fn time_blocking<T: Element>(
     machine: &Machine,
     job: &StageLoop<'_, T>,
@@ -274,7 +286,19 @@ pub(crate) fn time_blocking<T: Element>(
         _ => slab,
     };
     let block = match (tiles, block) {
-        (true, _) if schedule.tile.get(1).copied().unwrap_or(0) == 0 => DEFAULT_TILE,
+        (true, _) if schedule.tile.get(1).copied().unwrap_or(0) == 0 => {
+            // The rows of the loop's grids as stored (padding included).
+            let row_points = job
+                .chains()
+                .iter()
+                .flatten()
+                .chain(job.lone())
+                .map(|g| g.view.geom.strides[1])
+                .max()
+                .unwrap_or(1);
+            let planes = slab.clamp(1, shape[0].max(1));
+            default_tile_rows(machine, &kernels, (shape[1], row_points), planes)
+        }
         (_, b) => b,
     };
     TimeBlocking {
@@ -296,6 +320,58 @@ pub(crate) fn default_depth(machine: &Machine, total_bytes: usize) -> usize {
         DEFAULT_TIME_DEPTH
     } else {
         1
+    }
+}
+
+/// Rows of dimension 1 per tile of `planes` planes of dimension 0 (3-D and more) in the
+/// default schedule of a time loop of the stages `kernels` whose dimension 1 has `extent`
+/// rows, each of `row_points` stored points (the stride of dimension 1, padding included): the
+/// most rows for which one sub-step of a tile reads and writes at most [`TILE_L2_FRACTION`] of
+/// the effective second-level cache ([`Machine::l2`]) for every stage, counting for each
+/// input the tile grown by its stage's reach in dimensions 0 and 1, and each output over the
+/// tile; at least [`MIN_TILE_ROWS`] (when even those do not fit, the rows matter little: tiles
+/// of 32 planes ran the radius-4 star at 256^3, depth 8, in 5.56-5.67 ms per step with 4 rows
+/// and 5.58-5.65 with 16, the acoustic solver's two stages over ten grids in 33.2-33.5 and
+/// 33.4-34.1 ms), at most `extent`.
+///
+/// A tile carries its box through the block's steps, each reading what the step before
+/// wrote: the box of one step must stay in the second-level cache until the next, and a
+/// thinner tile reads more of its rows' neighbours, which the tile before wrote long ago,
+/// from the last level. Measured on one Zen 5 core (1 MiB second-level cache), 7-point f64
+/// loop, depth 16, tiles of 32 planes: rows of 256 points (2 KiB) 4 rows best, 5.2-5.4 ms
+/// per step, against 5.8-6.0 for 6 rows and 6.2 for 16 or 32 (this rule: 4); rows of 64
+/// points (80 stored), 1024 of them, 12 to 16 rows best, 5.5-5.8 ms, against 6.4-6.8 for 22
+/// and 7.1 for 32 (this rule: 17).
+pub(crate) fn default_tile_rows(
+    machine: &Machine,
+    kernels: &[&Kernel],
+    (extent, row_points): (usize, usize),
+    planes: usize,
+) -> usize {
+    let budget = machine.l2() * TILE_L2_FRACTION.0 / TILE_L2_FRACTION.1;
+    let rows = kernels
+        .iter()
+        .map(|k| {
+            let reach = radius(k);
+            let (lag, lag_y) = (reach.in_dim(0) as usize, reach.in_dim(1) as usize);
+            let row = row_points * k.elem().size_bytes();
+            let input_planes = (planes + 2 * lag) * k.inputs().count();
+            // Bytes per row of the tile, and those of the input rows its reach adds.
+            let per_row = (input_planes + planes * k.outputs().count()) * row;
+            let halo = input_planes * 2 * lag_y * row;
+            budget.saturating_sub(halo) / per_row.max(1)
+        })
+        .min()
+        .unwrap_or(MIN_TILE_ROWS);
+    rows.max(MIN_TILE_ROWS).min(extent.max(1))
+}
+
+/// Stored points per row of dimension 1 (the stride of dimension 1) of a grid of `shape` made
+/// by `Grid::new`, for rules that see a shape but no grid; 1 below 2-D.
+fn row_points_of_new_grids(shape: &[usize], elem_size: usize) -> usize {
+    match stencil_core::Geometry::new(shape, stencil_core::grid::DEFAULT_HALO, elem_size) {
+        Ok(g) if shape.len() >= 2 => g.strides[1],
+        _ => shape.get(2..).map_or(1, |r| r.iter().product()),
     }
 }
 
@@ -362,7 +438,8 @@ fn job_has_periodic_dim0<T: Element>(job: &StageLoop<'_, T>) -> bool {
 /// (planes of dimension 0: in 3-D and more 0 for the default of the blocking the job gets,
 /// half and twice [`DEFAULT_TILE`]; below, the default slab of each depth, its half and its
 /// double), `block_y` (3-D and more: rows of dimension 1 per tile or per block of a worker's
-/// share, as `tile[1]`: 0 for the default, half and twice [`DEFAULT_TILE`]), `register_rows`
+/// share, as `tile[1]`: 0 for the default, half (at least [`MIN_TILE_ROWS`]) and twice the
+/// rows of the default tile, [`default_tile_rows`]), `register_rows`
 /// (1 and the jammed counts), `prefetch` (0 or 2 rows) and `sweep` (`default`, or `tuned`:
 /// steps one after another under `sweep`, the loop's single-sweep schedule, legal at depth 1
 /// with every other dimension at its first value only). That last point is the space's
@@ -416,9 +493,18 @@ pub(crate) fn steps_tuning_space(
         };
     let prefetch = [0usize, 2];
     // Rows of dimension 1 per tile, or per block of a worker's share (3-D and more): 0 (the
-    // default of the blocking the job gets), half and twice the default tile.
+    // default of the blocking the job gets), half (at least `MIN_TILE_ROWS`) and twice the
+    // default tile's rows.
     let blocks: Vec<usize> = if three_d {
-        vec![0, DEFAULT_TILE / 2, DEFAULT_TILE * 2]
+        let row_points = row_points_of_new_grids(shape, kernel.elem().size_bytes());
+        let rows = default_tile_rows(machine, &[kernel], (shape[1], row_points), DEFAULT_TILE);
+        let mut blocks = vec![0];
+        for b in [(rows / 2).max(MIN_TILE_ROWS), rows * 2] {
+            if b != rows && !blocks.contains(&b) {
+                blocks.push(b);
+            }
+        }
+        blocks
     } else {
         vec![0]
     };
@@ -625,6 +711,103 @@ mod cache_tests {
         assert_eq!(depth_one_points(&measured_space), measured_space.baselines);
         let unblocked = space(&cloud_vm(None));
         assert!(depth_one_points(&unblocked).len() > unblocked.baselines.len());
+    }
+
+    /// The default tile's rows keep one sub-step of the tile (every input grown by the reach,
+    /// every output) within three quarters of the second-level cache; an explicit `tile[1]`
+    /// wins, and wide reaches or rows keep the fewest rows.
+    #[test]
+    fn default_tiles_keep_one_step_of_a_tile_in_the_second_level_cache() {
+        let stencil = Stencil::<f64>::new(star()).unwrap();
+        let kernel = stencil.kernel();
+        let shape = [32, 64, 256];
+        let mut u = Grid3::<f64>::new(shape).unwrap();
+        let mut out = Grid3::<f64>::new(shape).unwrap();
+        assert_eq!(u.geometry().strides[1], 272);
+        let rotation = Rotation::new(kernel, &[vec!["out", "u"]]).unwrap();
+        fn step_grid(g: &mut Grid3<f64>) -> WrittenGrid<'_, f64> {
+            let faces = g.boundaries().to_vec();
+            WrittenGrid {
+                view: g.time_loop_view(),
+                faces,
+                constant_faces_filled: false,
+            }
+        }
+        let chain = vec![step_grid(&mut out), step_grid(&mut u)];
+        let mut job = TimeLoop::new(
+            &stencil,
+            rotation,
+            vec![chain],
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        )
+        .unwrap();
+        let job = StageLoop::of_time_loop(&mut job);
+        // One sub-step of a tile of 32 planes and `r` rows of 256 f64 points (272 stored: the
+        // halo, and the padding to whole cache lines): the input over 34 planes and r + 2 rows,
+        // the output over 32 planes and r rows.
+        let step_bytes = |r: usize| (34 * (r + 2) + 32 * r) * 272 * 8;
+        for (l2, want) in [(1usize << 20, 4), (2 << 20, 9)] {
+            let vm = cloud_vm(measured(l2, 128 << 10));
+            let blocking = time_blocking(&vm, &job, &CpuSchedule::default(), 2);
+            assert!(blocking.tiles, "value faces, 3-D, depth {}", blocking.depth);
+            assert_eq!((blocking.slab, blocking.block), (32, want), "L2 {l2}");
+            assert!(step_bytes(want) <= l2 * 3 / 4 && step_bytes(want + 1) > l2 * 3 / 4);
+            // An explicit count of rows, or of planes, is the schedule's.
+            let pinned = CpuSchedule {
+                tile: [0, 8, 0, 0],
+                ..CpuSchedule::default()
+            };
+            assert_eq!(time_blocking(&vm, &job, &pinned, 2).block, 8);
+            let thin = CpuSchedule {
+                time_slab: 8,
+                ..CpuSchedule::default()
+            };
+            let rows = time_blocking(&vm, &job, &thin, 2).block;
+            assert!(rows > want, "thinner tiles take more rows: {rows}");
+        }
+        // Rows of 64 points (80 stored), 1024 of them: 17 rows (measured best: 12 to 16).
+        let vm = cloud_vm(measured(1 << 20, 128 << 10));
+        assert_eq!(default_tile_rows(&vm, &[kernel], (1024, 80), 32), 17);
+        // A radius-4 star on rows of 256 points: its reach alone overflows; the fewest rows.
+        let mut b = KernelBuilder::new("star4", 3, ElemType::F64);
+        let u4 = b.input("u");
+        let out4 = b.output("out");
+        let mut sum = b.read(u4, &[0, 0, 0]);
+        for d in 0..3 {
+            for s in [-4, 4] {
+                let mut offset = [0; 3];
+                offset[d] = s;
+                let r = b.read(u4, &offset);
+                sum = b.add(sum, r);
+            }
+        }
+        b.store(out4, sum);
+        let wide = b.finish().unwrap();
+        let shape = [256, 256, 256];
+        assert_eq!(
+            default_tile_rows(&vm, &[&wide], (256, 272), 32),
+            MIN_TILE_ROWS
+        );
+        // Several stages: the tightest stage decides; never more rows than the axis holds.
+        assert_eq!(
+            default_tile_rows(&vm, &[kernel, &wide], (256, 272), 32),
+            MIN_TILE_ROWS
+        );
+        assert_eq!(default_tile_rows(&vm, &[kernel], (3, 16), 32), 3);
+        // The tuning space offers the default and twice its rows (half would be under the
+        // fewest).
+        let space = steps_tuning_space(&vm, kernel, &shape, 2, 64, &CpuSchedule::default());
+        let blocks: Vec<i64> = (0..space.space().n_points())
+            .filter_map(|i| match space.schedule(&space.space().point_at(i)) {
+                Some(Schedule::Cpu(s)) if s.time_depth > 1 => Some(s.tile[1] as i64),
+                _ => None,
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(blocks, vec![0, 8]);
     }
 
     #[test]
