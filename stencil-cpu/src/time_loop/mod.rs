@@ -137,7 +137,8 @@ pub const DEFAULT_TIME_DEPTH: usize = 8;
 /// Planes of dimension 0 of the default tile of a time loop blocked in tiles (3-D and more,
 /// every face of every rotating grid a value or user-managed). Its rows of dimension 1 are
 /// as many as keep one step of the tile within three quarters of the second-level cache, at
-/// least 4. The 7-point f64 loop at 256^3 (1 Zen 5 core, 1 MiB second-level cache, tiles of
+/// least 4; where not even 4 fit (many grids, a wide reach), the tile is 16 planes by 16 rows.
+/// The 7-point f64 loop at 256^3 (1 Zen 5 core, 1 MiB second-level cache, tiles of
 /// 4 rows) ran 5.2-5.4 ms per step in tiles of 24 to 48 planes, 5.9-6.0 in tiles of 16.
 pub const DEFAULT_TILE: usize = 32;
 
@@ -145,6 +146,15 @@ pub const DEFAULT_TILE: usize = 32;
 /// 256^3 ran 6.6-6.8 ms per step in tiles of 2 rows, 5.4-5.6 in tiles of 3 and 5.2-5.4 in
 /// tiles of 4 (1 Zen 5 core).
 pub(crate) const MIN_TILE_ROWS: usize = 4;
+
+/// Planes and rows of the default tile when not even [`MIN_TILE_ROWS`] of [`DEFAULT_TILE`]
+/// planes keep a step in the cache (see [`default_tile_rows`]): many grids, or a wide reach.
+/// Measured on one Zen 5 core at 256^3, in interleaved rounds: the acoustic solver's two stages
+/// over ten grids ran 32.1-32.3 ms per step in tiles of 16 by 16 against 33.2-34.1 in tiles of
+/// 32 planes (4 or 16 rows), and on 2 threads the bench's acoustic loop took 23.9 ms in tiles
+/// of 32 by 4 against 21.2 in this tile. The radius-4 star went the other way, 6.4-6.9 against
+/// 5.6 ms, and keeps this tile all the same (the tuner offers 32 planes).
+pub(crate) const SPILL_TILE: usize = 16;
 
 /// The share of the effective second-level cache that one sub-step of a default tile may
 /// read and write (see [`default_tile_rows`]), as a fraction.
@@ -204,12 +214,13 @@ impl CpuBackend {
 
 /// The blocking of `job` under `schedule` on `machine` with `workers` threads: the schedule's
 /// depth and slab, or for 0 the defaults (depth [`default_depth`]: [`DEFAULT_TIME_DEPTH`]
-/// when the grids the loop touches exceed half the last-level cache, else 1; with tiles a slab of
-/// [`DEFAULT_TILE`] planes, else the thickest slab whose planes of every grid, over the slab
+/// when the grids the loop touches exceed half the last-level cache, else 1; with tiles the
+/// default tile's planes ([`DEFAULT_TILE`], or [`SPILL_TILE`] where [`default_tile_rows`]
+/// finds none that fit), else the thickest slab whose planes of every grid, over the slab
 /// plus the `depth * lag` planes the steps lag and the reach on either side, fit in half the
 /// last-level cache); depth 1 when a rotating grid has a periodic face in dimension 0, or for
 /// a 1-D kernel whose loop is retimed. Tiles (of `tile[1]` rows, 0: [`default_tile_rows`] for
-/// the slab) when the kernel has 3 dimensions or more, the depth is above 1, every face of
+/// the slab, or [`SPILL_TILE`]) when the kernel has 3 dimensions or more, the depth is above 1, every face of
 /// every rotating grid is a value or user-managed, and every worker's share of dimension 1 is
 /// wider than three times `(depth - 1)` times the kernel's reach along it.
 pub(crate) fn time_blocking<T: Element>(
@@ -281,25 +292,25 @@ pub(crate) fn time_blocking<T: Element>(
                     .map(|(_, g)| g),
             )
             .any(|g| g.faces.iter().flatten().any(|f| f.depends_on_interior()));
-    let slab = match (tiles, schedule.time_slab) {
-        (true, 0) => DEFAULT_TILE,
-        _ => slab,
-    };
-    let block = match (tiles, block) {
-        (true, _) if schedule.tile.get(1).copied().unwrap_or(0) == 0 => {
-            // The rows of the loop's grids as stored (padding included).
-            let row_points = job
-                .chains()
-                .iter()
-                .flatten()
-                .chain(job.lone())
-                .map(|g| g.view.geom.strides[1])
-                .max()
-                .unwrap_or(1);
-            let planes = slab.clamp(1, shape[0].max(1));
-            default_tile_rows(machine, &kernels, (shape[1], row_points), planes)
+    let rows_given = schedule.tile.get(1).copied().unwrap_or(0);
+    let (slab, block) = match (tiles, schedule.time_slab, rows_given) {
+        (false, _, _) => (slab, block),
+        (true, 0, 0) => {
+            // The default tile's rows for its planes, or the spilling tile where none fit.
+            match tile_rows_of(machine, job, &kernels, DEFAULT_TILE.min(shape[0].max(1))) {
+                Some(rows) => (DEFAULT_TILE, rows),
+                None => (SPILL_TILE, SPILL_TILE),
+            }
         }
-        (_, b) => b,
+        (true, s, 0) => {
+            let planes = s.clamp(1, shape[0].max(1));
+            (
+                s,
+                tile_rows_of(machine, job, &kernels, planes).unwrap_or(SPILL_TILE),
+            )
+        }
+        (true, 0, b) => (DEFAULT_TILE, b),
+        (true, s, b) => (s, b),
     };
     TimeBlocking {
         depth,
@@ -323,16 +334,33 @@ pub(crate) fn default_depth(machine: &Machine, total_bytes: usize) -> usize {
     }
 }
 
+/// [`default_tile_rows`] for the stages `kernels` of `job` on the rows of its grids as stored.
+fn tile_rows_of<T: Element>(
+    machine: &Machine,
+    job: &StageLoop<'_, T>,
+    kernels: &[&Kernel],
+    planes: usize,
+) -> Option<usize> {
+    // The rows of the loop's grids as stored (padding included).
+    let row_points = job
+        .chains()
+        .iter()
+        .flatten()
+        .chain(job.lone())
+        .map(|g| g.view.geom.strides[1])
+        .max()
+        .unwrap_or(1);
+    default_tile_rows(machine, kernels, (job.shape()[1], row_points), planes)
+}
+
 /// Rows of dimension 1 per tile of `planes` planes of dimension 0 (3-D and more) in the
 /// default schedule of a time loop of the stages `kernels` whose dimension 1 has `extent`
 /// rows, each of `row_points` stored points (the stride of dimension 1, padding included): the
 /// most rows for which one sub-step of a tile reads and writes at most [`TILE_L2_FRACTION`] of
 /// the effective second-level cache ([`Machine::l2`]) for every stage, counting for each
 /// input the tile grown by its stage's reach in dimensions 0 and 1, and each output over the
-/// tile; at least [`MIN_TILE_ROWS`] (when even those do not fit, the rows matter little: tiles
-/// of 32 planes ran the radius-4 star at 256^3, depth 8, in 5.56-5.67 ms per step with 4 rows
-/// and 5.58-5.65 with 16, the acoustic solver's two stages over ten grids in 33.2-33.5 and
-/// 33.4-34.1 ms), at most `extent`.
+/// tile; `None` when not even [`MIN_TILE_ROWS`] fit (the tile then spills, and the default
+/// takes [`SPILL_TILE`]); at most `extent`.
 ///
 /// A tile carries its box through the block's steps, each reading what the step before
 /// wrote: the box of one step must stay in the second-level cache until the next, and a
@@ -347,7 +375,7 @@ pub(crate) fn default_tile_rows(
     kernels: &[&Kernel],
     (extent, row_points): (usize, usize),
     planes: usize,
-) -> usize {
+) -> Option<usize> {
     let budget = machine.l2() * TILE_L2_FRACTION.0 / TILE_L2_FRACTION.1;
     let rows = kernels
         .iter()
@@ -363,7 +391,7 @@ pub(crate) fn default_tile_rows(
         })
         .min()
         .unwrap_or(MIN_TILE_ROWS);
-    rows.max(MIN_TILE_ROWS).min(extent.max(1))
+    (rows >= MIN_TILE_ROWS).then(|| rows.min(extent.max(1)))
 }
 
 /// Stored points per row of dimension 1 (the stride of dimension 1) of a grid of `shape` made
@@ -436,7 +464,8 @@ fn job_has_periodic_dim0<T: Element>(job: &StageLoop<'_, T>) -> bool {
 /// (see [`CpuBackend`]'s [`steps_tuning_space`](stencil_core::Backend::steps_tuning_space)):
 /// `time_depth` over the [`TIME_DEPTHS`] that divide the trials' step count, `time_slab`
 /// (planes of dimension 0: in 3-D and more 0 for the default of the blocking the job gets,
-/// half and twice [`DEFAULT_TILE`]; below, the default slab of each depth, its half and its
+/// [`SPILL_TILE`], [`DEFAULT_TILE`] and twice it; below, the default slab of each depth, its
+/// half and its
 /// double), `block_y` (3-D and more: rows of dimension 1 per tile or per block of a worker's
 /// share, as `tile[1]`: 0 for the default, half (at least [`MIN_TILE_ROWS`]) and twice the
 /// rows of the default tile, [`default_tile_rows`]), `register_rows`
@@ -470,7 +499,7 @@ pub(crate) fn steps_tuning_space(
     // In 3-D and more: 0 (the default slab of the blocking the job gets), half and twice the
     // default tile; below, the default slab of each depth, its half and its double.
     let mut slabs: Vec<usize> = match three_d {
-        true => vec![0, DEFAULT_TILE / 2, DEFAULT_TILE * 2],
+        true => vec![0, SPILL_TILE, DEFAULT_TILE, DEFAULT_TILE * 2],
         false => Vec::new(),
     };
     for &depth in TIME_DEPTHS.iter().filter(|_| !three_d) {
@@ -497,7 +526,8 @@ pub(crate) fn steps_tuning_space(
     // default tile's rows.
     let blocks: Vec<usize> = if three_d {
         let row_points = row_points_of_new_grids(shape, kernel.elem().size_bytes());
-        let rows = default_tile_rows(machine, &[kernel], (shape[1], row_points), DEFAULT_TILE);
+        let rows = default_tile_rows(machine, &[kernel], (shape[1], row_points), DEFAULT_TILE)
+            .unwrap_or(SPILL_TILE);
         let mut blocks = vec![0];
         for b in [(rows / 2).max(MIN_TILE_ROWS), rows * 2] {
             if b != rows && !blocks.contains(&b) {
@@ -767,10 +797,14 @@ mod cache_tests {
             let rows = time_blocking(&vm, &job, &thin, 2).block;
             assert!(rows > want, "thinner tiles take more rows: {rows}");
         }
+        // Where not even the fewest rows fit (a 128 KiB second level), the spilling tile.
+        let small = cloud_vm(measured(128 << 10, 128 << 10));
+        let spilled = time_blocking(&small, &job, &CpuSchedule::default(), 2);
+        assert_eq!((spilled.slab, spilled.block), (SPILL_TILE, SPILL_TILE));
         // Rows of 64 points (80 stored), 1024 of them: 17 rows (measured best: 12 to 16).
         let vm = cloud_vm(measured(1 << 20, 128 << 10));
-        assert_eq!(default_tile_rows(&vm, &[kernel], (1024, 80), 32), 17);
-        // A radius-4 star on rows of 256 points: its reach alone overflows; the fewest rows.
+        assert_eq!(default_tile_rows(&vm, &[kernel], (1024, 80), 32), Some(17));
+        // A radius-4 star on rows of 256 points: its reach alone overflows.
         let mut b = KernelBuilder::new("star4", 3, ElemType::F64);
         let u4 = b.input("u");
         let out4 = b.output("out");
@@ -786,16 +820,13 @@ mod cache_tests {
         b.store(out4, sum);
         let wide = b.finish().unwrap();
         let shape = [256, 256, 256];
-        assert_eq!(
-            default_tile_rows(&vm, &[&wide], (256, 272), 32),
-            MIN_TILE_ROWS
-        );
+        assert_eq!(default_tile_rows(&vm, &[&wide], (256, 272), 32), None);
         // Several stages: the tightest stage decides; never more rows than the axis holds.
         assert_eq!(
             default_tile_rows(&vm, &[kernel, &wide], (256, 272), 32),
-            MIN_TILE_ROWS
+            None
         );
-        assert_eq!(default_tile_rows(&vm, &[kernel], (3, 16), 32), 3);
+        assert_eq!(default_tile_rows(&vm, &[kernel], (3, 16), 32), Some(3));
         // The tuning space offers the default and twice its rows (half would be under the
         // fewest).
         let space = steps_tuning_space(&vm, kernel, &shape, 2, 64, &CpuSchedule::default());
