@@ -658,6 +658,33 @@ mod cache_tests {
         b.finish().unwrap()
     }
 
+    /// The time loop of `stencil` (reading `u`, writing `out`) rotating `out` and `u`.
+    fn ping_pong<'a>(
+        stencil: &'a Stencil<f64>,
+        u: &'a mut Grid3<f64>,
+        out: &'a mut Grid3<f64>,
+    ) -> TimeLoop<'a, f64> {
+        fn step_grid(g: &mut Grid3<f64>) -> WrittenGrid<'_, f64> {
+            let faces = g.boundaries().to_vec();
+            WrittenGrid {
+                view: g.time_loop_view(),
+                faces,
+                constant_faces_filled: false,
+            }
+        }
+        let rotation = Rotation::new(stencil.kernel(), &[vec!["out", "u"]]).unwrap();
+        let chain = vec![step_grid(out), step_grid(u)];
+        TimeLoop::new(
+            stencil,
+            rotation,
+            vec![chain],
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        )
+        .unwrap()
+    }
+
     /// A VM reporting its host's 480 MiB last level and 2 MiB second level, with `measured`
     /// caches (`None`: not measured).
     fn cloud_vm(measured: Option<CacheSizes>) -> Machine {
@@ -688,25 +715,7 @@ mod cache_tests {
         let kernel = stencil.kernel();
         let mut u = Grid3::<f64>::new([32, 32, 32]).unwrap();
         let mut out = Grid3::<f64>::new([32, 32, 32]).unwrap();
-        let rotation = Rotation::new(kernel, &[vec!["out", "u"]]).unwrap();
-        fn step_grid(g: &mut Grid3<f64>) -> WrittenGrid<'_, f64> {
-            let faces = g.boundaries().to_vec();
-            WrittenGrid {
-                view: g.time_loop_view(),
-                faces,
-                constant_faces_filled: false,
-            }
-        }
-        let chain = vec![step_grid(&mut out), step_grid(&mut u)];
-        let mut job = TimeLoop::new(
-            &stencil,
-            rotation,
-            vec![chain],
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-        )
-        .unwrap();
+        let mut job = ping_pong(&stencil, &mut u, &mut out);
         let job = StageLoop::of_time_loop(&mut job);
         let schedule = CpuSchedule::default();
         let depth = |m: &Machine| time_blocking(m, &job, &schedule, 2).depth;
@@ -754,25 +763,7 @@ mod cache_tests {
         let mut u = Grid3::<f64>::new(shape).unwrap();
         let mut out = Grid3::<f64>::new(shape).unwrap();
         assert_eq!(u.geometry().strides[1], 272);
-        let rotation = Rotation::new(kernel, &[vec!["out", "u"]]).unwrap();
-        fn step_grid(g: &mut Grid3<f64>) -> WrittenGrid<'_, f64> {
-            let faces = g.boundaries().to_vec();
-            WrittenGrid {
-                view: g.time_loop_view(),
-                faces,
-                constant_faces_filled: false,
-            }
-        }
-        let chain = vec![step_grid(&mut out), step_grid(&mut u)];
-        let mut job = TimeLoop::new(
-            &stencil,
-            rotation,
-            vec![chain],
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-        )
-        .unwrap();
+        let mut job = ping_pong(&stencil, &mut u, &mut out);
         let job = StageLoop::of_time_loop(&mut job);
         // One sub-step of a tile of 32 planes and `r` rows of 256 f64 points (272 stored: the
         // halo, and the padding to whole cache lines): the input over 34 planes and r + 2 rows,
