@@ -642,12 +642,17 @@ mod cache_tests {
 
     /// The 7-point star `out = u + sum of u's six neighbours`.
     fn star() -> Kernel {
+        star_of_reach(1)
+    }
+
+    /// `out` = `u` plus `u` at `reach` points either side along each dimension.
+    fn star_of_reach(reach: i32) -> Kernel {
         let mut b = KernelBuilder::new("star", 3, ElemType::F64);
         let u = b.input("u");
         let out = b.output("out");
         let mut sum = b.read(u, &[0, 0, 0]);
         for d in 0..3 {
-            for s in [-1, 1] {
+            for s in [-reach, reach] {
                 let mut offset = [0; 3];
                 offset[d] = s;
                 let r = b.read(u, &offset);
@@ -796,20 +801,7 @@ mod cache_tests {
         let vm = cloud_vm(measured(1 << 20, 128 << 10));
         assert_eq!(default_tile_rows(&vm, &[kernel], (1024, 80), 32), Some(17));
         // A radius-4 star on rows of 256 points: its reach alone overflows.
-        let mut b = KernelBuilder::new("star4", 3, ElemType::F64);
-        let u4 = b.input("u");
-        let out4 = b.output("out");
-        let mut sum = b.read(u4, &[0, 0, 0]);
-        for d in 0..3 {
-            for s in [-4, 4] {
-                let mut offset = [0; 3];
-                offset[d] = s;
-                let r = b.read(u4, &offset);
-                sum = b.add(sum, r);
-            }
-        }
-        b.store(out4, sum);
-        let wide = b.finish().unwrap();
+        let wide = star_of_reach(4);
         let shape = [256, 256, 256];
         assert_eq!(default_tile_rows(&vm, &[&wide], (256, 272), 32), None);
         // Several stages: the tightest stage decides; never more rows than the axis holds.
