@@ -21,7 +21,7 @@
 //! In 3-D and more, when every face of every rotating grid is a value or user-managed, the
 //! steps also skew along dimension 1 (tiles of `slab` planes by `block` rows, each carried
 //! through every step of the block while in the second-level cache, in a trapezoid per
-//! worker and triangles between them: see `wavefront`); the workers then meet twice per slab.
+//! worker and triangles between them: see `wavefront`); the workers then meet once per slab.
 //!
 //! A loop of several kernels per step ([`StageLoop`]; a single kernel's [`TimeLoop`] runs as
 //! a loop of one stage) is blocked the same way with every stage of every step as a

@@ -166,6 +166,18 @@ fn most_writes_per_worker_and_phase(audit: &Audit) -> usize {
     count.into_values().max().unwrap_or(0)
 }
 
+/// The phases in which at least one of `workers` writes nothing.
+fn idle_phases(accesses: &[audit::Access], workers: usize) -> usize {
+    let mut writers = std::collections::BTreeMap::<usize, std::collections::BTreeSet<usize>>::new();
+    for a in accesses.iter().filter(|a| a.write) {
+        writers.entry(a.phase).or_default().insert(a.worker);
+    }
+    let phases = accesses.iter().map(|a| a.phase + 1).max().unwrap_or(0);
+    (0..phases)
+        .filter(|p| writers.get(p).is_none_or(|w| w.len() < workers))
+        .count()
+}
+
 /// The shapes of the tiles' and the slabs' cases: above the pool's threshold, or under Miri
 /// (where every job reaches the workers) as small as the blocking allows.
 const TILES_SHAPE: [usize; 3] = if cfg!(miri) { [3, 30, 3] } else { [12, 45, 64] };
@@ -203,6 +215,11 @@ fn skewed_tiles_lend_each_run_only_rows_no_other_worker_writes_in_its_phase() {
                 "{what}: several tiles per worker and phase"
             );
             check(&outcome, &what);
+            // No worker waits while others compute triangles: each phase computes the
+            // triangles of one slab with the trapezoids of the next, so only the phase that
+            // ends a block (its last slab's triangles) leaves a worker without writes.
+            let idle = idle_phases(&accesses, 3);
+            assert_eq!(idle, 2, "{what}: phases with an idle worker (2 blocks)");
             // The check sees the fault this lending fixes: each run lent the whole grid, as
             // a `&[T]` over all of it was, meets the rows other workers write meanwhile.
             let whole = RowBox::whole(&Geometry::new(&TILES_SHAPE, 1, 8).unwrap());

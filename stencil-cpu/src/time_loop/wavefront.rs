@@ -48,18 +48,25 @@
 //! skew along dimension 1 and a tile of `slab` planes by `block` rows is carried through
 //! every step of the block while its planes are in the second-level cache:
 //!
-//! - Dimension 1 is cut into one share per worker. In phase 1 of a slab, worker `w` walks
+//! - Dimension 1 is cut into one share per worker. In the phase of a slab, worker `w` walks
 //!   tiles `t = 0, 1, ..` of its share `[lo, hi)`; step `k` of tile `t` computes the slab's
 //!   planes for step `k` (as above) by rows `[lo + t block, lo + (t + 1) block)` shifted back
 //!   by `(k - 1) lag_y` (`lag_y`: the kernel's reach along dimension 1) and clipped to the
 //!   trapezoid `[lo + (k - 1) lag_y, hi - (k - 1) lag_y)` (a side at the grid's edge does not
 //!   shrink). Step `k` reads step `k - 1` within `lag_y` rows of its own, which the trapezoid
 //!   of step `k - 1` holds and earlier tiles (or this one) have computed; the workers never
-//!   read each other's rows of this slab in phase 1.
-//! - All meet at a barrier; in phase 2 the worker below each edge between shares computes
-//!   the triangle the two trapezoids leave, rows `[edge - (k - 1) lag_y, edge + (k - 1)
-//!   lag_y)` for step `k`, reading rows both phase 1s computed; all meet again. The edges sit
-//!   half a triangle below an even cut, so every worker computes about as many points.
+//!   read each other's rows of this slab in it.
+//! - All meet at a barrier. In the next phase the worker below each edge between shares
+//!   first computes the triangle the two trapezoids of the slab left, rows `[edge - (k - 1)
+//!   lag_y, edge + (k - 1) lag_y)` for step `k`, reading rows both trapezoids computed, and
+//!   then its trapezoid of the next slab, while the others compute theirs; a last phase
+//!   computes the last slab's triangles. A triangle and the trapezoid above its edge in the
+//!   next slab meet only at the same step `k` (the trapezoid's rows start `(k - 1) lag_y`
+//!   above the edge, the triangle's end `(k - 1) lag_y` above it; the trapezoid's planes
+//!   start `(k - 1) lag` before the next slab, the triangle's end there), where neither
+//!   reads the grid step `k` writes; so the two run at once, and no worker waits while
+//!   another computes a triangle. The edges sit half a triangle below an even cut, so every
+//!   worker computes about as many points.
 //! - The overwrites are safe for the same reason as the slabs': step `k` overwrites step
 //!   `k - L` at rows and planes that every step still reading step `k - L` (steps `k - L + 1
 //!   .. k - 1`, whose extents reach `lag` and `lag_y` further, in every direction a later
@@ -71,7 +78,8 @@
 //!   elsewhere: each tile is lent exactly the rows it reads (the tile grown by the reach),
 //!   which by the above no other worker writes in the same phase, and does not prefetch.
 //!
-//! The workers meet twice per slab instead of twice per step and slab. A share must be wider
+//! The workers meet once per slab (and once more per block) instead of twice per step and
+//! slab. A share must be wider
 //! than three times `(depth - 1) lag_y` rows for the trapezoids to keep rows; otherwise, and
 //! for faces that copy from the interior, the slabs run as above.
 
@@ -578,18 +586,38 @@ impl<T: Element> Context<'_, T> {
             let (lo, hi) = (edge(w), edge(w + 1));
             let slabs = (n + (subs - 1) * lag).div_ceil(slab);
             let tiles = (hi - lo + (subs - 1) * lag_y).div_ceil(rows);
-            for s in 0..slabs {
-                let z0 = s * slab;
-                let planes = |u: usize| {
-                    let shift = u * lag;
-                    let start = z0.saturating_sub(shift).min(n);
-                    (start, (z0 + slab).saturating_sub(shift).min(n).max(start))
-                };
-                // Phase 1: the trapezoid of the share, tile by tile, every sub-step of a tile
-                // before the next tile.
+            let planes = |s: usize, u: usize| {
+                let (z0, shift) = (s * slab, u * lag);
+                let start = z0.saturating_sub(shift).min(n);
+                (start, (z0 + slab).saturating_sub(shift).min(n).max(start))
+            };
+            // The triangle above the share, of slab `s`, by the worker below it.
+            let triangle = |s: usize, phase: usize| {
+                if w + 1 == workers || lag_y == 0 {
+                    return;
+                }
+                for u in 1..subs {
+                    let (start, end) = planes(s, u);
+                    let shift = u * lag_y;
+                    if start < end {
+                        let (turn, before) = ((w, phase), done + u / stages);
+                        self.compute(
+                            turn,
+                            u % stages,
+                            before,
+                            [start, end],
+                            [hi - shift, hi + shift],
+                            false,
+                        );
+                    }
+                }
+            };
+            // The trapezoid of the share in slab `s`, tile by tile, every sub-step of a tile
+            // before the next tile.
+            let trapezoid = |s: usize, phase: usize| {
                 for t in 0..tiles {
                     for u in 0..subs {
-                        let (start, end) = planes(u);
+                        let (start, end) = planes(s, u);
                         let shift = u * lag_y;
                         let y0 = (lo + t * rows)
                             .saturating_sub(shift)
@@ -603,25 +631,16 @@ impl<T: Element> Context<'_, T> {
                         }
                     }
                 }
-                self.barrier.wait();
-                phase += 1;
-                // Phase 2: the triangles between shares, each by the worker below it.
-                if w + 1 < workers && lag_y > 0 {
-                    let mid = hi;
-                    for u in 1..subs {
-                        let (start, end) = planes(u);
-                        let shift = u * lag_y;
-                        if start < end {
-                            self.compute(
-                                (w, phase),
-                                u % stages,
-                                done + u / stages,
-                                [start, end],
-                                [mid - shift, mid + shift],
-                                false,
-                            );
-                        }
-                    }
+            };
+            // Each phase computes the triangles of the slab before and the trapezoids of this
+            // one, so no worker waits while another computes a triangle; a last phase
+            // computes the last slab's triangles.
+            for s in 0..=slabs {
+                if s > 0 {
+                    triangle(s - 1, phase);
+                }
+                if s < slabs {
+                    trapezoid(s, phase);
                 }
                 self.barrier.wait();
                 phase += 1;
