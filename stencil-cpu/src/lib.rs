@@ -55,4 +55,4 @@ pub use schedules::{
 pub use space::ScheduleSpace;
 pub use stencil_core::{CpuSchedule, CpuStores, DEFAULT_PREFETCH_ROWS, PREFETCH_AUTO};
 pub use streaming::{LINE_BYTES, StreamWidth, stream_line};
-pub use time_loop::{DEFAULT_TILE, DEFAULT_TIME_DEPTH, TIME_DEPTHS};
+pub use time_loop::{DEEP_TIME_DEPTH, DEFAULT_TILE, DEFAULT_TIME_DEPTH, TIME_DEPTHS};
