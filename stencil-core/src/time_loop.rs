@@ -181,7 +181,8 @@ pub fn steps_class(steps: usize) -> usize {
 
 /// Steps each tuning trial of a time loop of `steps` steps runs: 16 for 64 steps or more,
 /// else 8. A backend offers temporal blocking depths that divide it, so every candidate runs
-/// whole blocks; a short loop keeps its trials (and its tuning) cheap.
+/// whole blocks (and may offer its default's depth too, which a trial then runs as one
+/// block); a short loop keeps its trials (and its tuning) cheap.
 pub fn trial_steps(steps: usize) -> usize {
     if steps >= 64 { 16 } else { 8 }
 }

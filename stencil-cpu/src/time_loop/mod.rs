@@ -127,7 +127,8 @@ pub(crate) use blocking::TimeBlocking;
 
 /// Temporal blocking depths the tuning space offers: those that divide the steps of a trial
 /// ([`trial_steps`](stencil_core::time_loop::trial_steps): all for loops of 64 steps or more, up
-/// to 8 below), so every candidate runs whole blocks.
+/// to 8 below), so every candidate runs whole blocks, and the default schedule's depth, which
+/// a shorter trial runs as one block.
 pub const TIME_DEPTHS: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// Depth of the default schedule for a time loop whose grids exceed half the last-level
@@ -490,7 +491,8 @@ fn job_has_periodic_dim0<T: Element>(job: &StageLoop<'_, T>) -> bool {
 
 /// The time-loop tuning space of `kernel` on `shape` for `workers` threads of `machine`
 /// (see [`CpuBackend`]'s [`steps_tuning_space`](stencil_core::Backend::steps_tuning_space)):
-/// `time_depth` over the [`TIME_DEPTHS`] that divide the trials' step count, `time_slab`
+/// `time_depth` over the [`TIME_DEPTHS`] that divide the trials' step count and the default's
+/// depth (which a trial of fewer steps runs as one block), `time_slab`
 /// (planes of dimension 0: in 3-D and more 0 for the default of the blocking the job gets,
 /// [`SPILL_TILE`], [`DEFAULT_TILE`] and twice it; below, the default slab of each depth, its
 /// half and its
@@ -505,8 +507,8 @@ fn job_has_periodic_dim0<T: Element>(job: &StageLoop<'_, T>) -> bool {
 /// point of depth 1. The other tiles and the stores of blocked points are the default
 /// schedule's (blocked steps store plainly whatever the stores: a step's output is read again
 /// by the next step while in cache). The default point is the default schedule of a loop
-/// whose faces hold values (in tiles in 3-D where the shares allow them), at the deepest
-/// depth the trials run up to its own. The quick search screens `time_depth` first, then
+/// whose faces hold values (in tiles in 3-D where the shares allow them). The quick search
+/// screens `time_depth` first, then
 /// `block_y`, `time_slab`, `register_rows` and `prefetch`.
 pub(crate) fn steps_tuning_space(
     machine: &Machine,
@@ -518,14 +520,24 @@ pub(crate) fn steps_tuning_space(
 ) -> TuningSpace {
     let lag = radius(kernel).in_dim(0) as usize;
     let trial = stencil_core::time_loop::trial_steps(steps);
-    let depths: Vec<usize> = TIME_DEPTHS
-        .into_iter()
-        .filter(|&d| trial.is_multiple_of(d))
-        .collect();
     let plane =
         shape[1..].iter().product::<usize>() * kernel.fields.len() * kernel.elem().size_bytes();
     let budget = machine.llc_share() / 2;
     let three_d = shape.len() >= 3;
+    // The default's depth for value faces (tiles in 3-D where the shares allow them).
+    let lag_y = match three_d {
+        true => radius(kernel).in_dim(1) as usize,
+        false => 0,
+    };
+    let depth = default_depth(machine, plane * shape[0], shape.len(), |d| {
+        tiles_fit(shape, d, lag_y, workers)
+    });
+    // The depths that divide the trials' steps, and the default's own, which a trial of
+    // fewer steps runs as one block (as it runs the call's first block).
+    let depths: Vec<usize> = TIME_DEPTHS
+        .into_iter()
+        .filter(|&d| trial.is_multiple_of(d) || d == depth)
+        .collect();
     // In 3-D and more: 0 (the default slab of the blocking the job gets), half and twice the
     // default tile; below, the default slab of each depth, its half and its double.
     let mut slabs: Vec<usize> = match three_d {
@@ -592,21 +604,6 @@ pub(crate) fn steps_tuning_space(
     // steps through the blocking's slabs only add barriers to the same work, and on trial
     // grids that a large last level holds (plain stores, unlike the tuned sweep's streaming
     // ones) they would look faster than they run on the whole grid.
-    // The default's depth for value faces (tiles in 3-D where the shares allow them), or the
-    // deepest the trials run below it.
-    let lag_y = match three_d {
-        true => radius(kernel).in_dim(1) as usize,
-        false => 0,
-    };
-    let depth = default_depth(machine, plane * shape[0], shape.len(), |d| {
-        tiles_fit(shape, d, lag_y, workers)
-    });
-    let depth = depths
-        .iter()
-        .copied()
-        .filter(|&d| d <= depth)
-        .max()
-        .unwrap_or(1);
     let (depths_of, slabs_of, rows_of) = (depths.clone(), slabs.clone(), register_rows.clone());
     let schedule_of = move |point: &[usize]| {
         if point[5] == 1 {
@@ -842,8 +839,9 @@ mod cache_tests {
             DEFAULT_TIME_DEPTH
         );
         assert_eq!(default_depth(&machine, 1 << 10, 2, |_| true), 1);
-        // The tuning space's default point: the depth of value faces, within the depths its
-        // trials run (up to 8 for loops of fewer than 64 steps).
+        // The tuning space's default point: the depth of value faces, also where the trials
+        // run fewer steps (8 for loops of fewer than 64 steps; depths 1 to 8 and the
+        // default's).
         let depth_at = |t: &TuningSpace| match t.schedule(t.default_point.as_ref().unwrap()) {
             Some(Schedule::Cpu(s)) => s.time_depth,
             other => panic!("{other:?}"),
@@ -854,7 +852,16 @@ mod cache_tests {
         };
         assert_eq!(depth_at(&space(2, 64)), DEEP_TIME_DEPTH);
         assert_eq!(depth_at(&space(3, 64)), DEFAULT_TIME_DEPTH);
-        assert_eq!(depth_at(&space(2, 32)), 8);
+        let short = space(2, 32);
+        assert_eq!(depth_at(&short), DEEP_TIME_DEPTH);
+        let offered: Vec<i64> = short.space().dims()[0]
+            .values
+            .iter()
+            .filter_map(|v| v.as_int())
+            .collect();
+        assert_eq!(offered, [1, 2, 4, 8, 16]);
+        let offered_by = |workers| space(workers, 32).space().dims()[0].values.len();
+        assert_eq!(offered_by(3), 4, "the default's 8 divides the trials");
         let mut b = KernelBuilder::new("five", 2, ElemType::F64);
         let (u2, out2) = (b.input("u"), b.output("out"));
         let mut sum = b.read(u2, &[0, 0]);
