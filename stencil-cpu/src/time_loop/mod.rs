@@ -643,7 +643,8 @@ pub(crate) fn steps_tuning_space(
         },
         0,
         register_rows.iter().position(|&r| r == rows).unwrap_or(0),
-        1,
+        // No prefetching: blocked steps read from cache (see `wavefront::run`).
+        0,
         0,
     ]);
     if let Some(one) = depth_one {

@@ -467,3 +467,19 @@ fn stages_in_tiles_and_slabs_lend_rows_no_other_worker_writes_in_their_phase() {
         }
     }
 }
+
+#[test]
+fn blocked_loops_prefetch_in_slabs_only_on_request() {
+    use super::wavefront::prefetch_rows;
+    let auto = CpuSchedule::default();
+    let asked = CpuSchedule {
+        prefetch: 2,
+        ..CpuSchedule::default()
+    };
+    // A sweep over grids beyond the cache would prefetch by default: a blocked loop reads
+    // from cache, so by default it does not.
+    assert_eq!(prefetch_rows(&auto, false), 0, "slabs, default");
+    assert_eq!(prefetch_rows(&asked, false), 2, "slabs, requested");
+    assert_eq!(prefetch_rows(&asked, true), 0, "tiles never");
+    assert_eq!(prefetch_rows(&auto, true), 0, "tiles never");
+}
