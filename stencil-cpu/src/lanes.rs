@@ -98,6 +98,19 @@ pub trait Lanes: Copy {
     /// # Panics
     /// If `|D| > N`.
     fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self;
+    /// [`shifted`](Self::shifted), computed in registers where the type has such a form that
+    /// pays for kernels of few input rows (`f64` with AVX-512F: one `valignq` written as the
+    /// instruction for one-lane shifts); `shifted` itself elsewhere. The shifted loop
+    /// `stencil!` generates uses it for kernels reading few input rows (at most 8): with
+    /// more, the vectors live in the loop outnumber the registers, and `shifted`, whose
+    /// lowering may read a vector from memory, spills less.
+    ///
+    /// # Panics
+    /// If `|D| > N`.
+    #[inline(always)]
+    fn shifted_in_registers<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
+        Self::shifted::<D>(prev, cur, next)
+    }
 }
 
 /// Prefetches the cache line holding `data[at]` into the first-level cache; nothing when
@@ -615,18 +628,19 @@ mod avx512 {
             load: $load:ident, store: $store:ident, stream: $stream:ident, splat: $splat:ident,
             add: $add:ident, sub: $sub:ident, mul: $mul:ident, div: $div:ident, fmadd: $fmadd:ident,
             fnmadd: $fnmadd:ident, to_int: $to_int:ident, from_int: $from_int:ident,
-            align: $align:ident
+            align: $intrinsic:ident, shift_in_registers: $in_registers:tt
         ) => {
             /// Lanes in one AVX-512 register.
             #[derive(Clone, Copy, Debug)]
             pub struct $name(pub $v);
 
             impl $name {
-                /// Lanes `K..N` of `lo` then lanes `0..K` of `hi` (`valign`).
+                /// Lanes `K..N` of `lo` then lanes `0..K` of `hi` (`valign`, as LLVM lowers
+                /// the intrinsic).
                 #[inline(always)]
                 fn align<const K: i32>(hi: Self, lo: Self) -> Self {
                     // SAFETY: AVX-512F is enabled at compile time (this module's cfg).
-                    unsafe { $name($from_int($align::<K>($to_int(hi.0), $to_int(lo.0)))) }
+                    unsafe { $name($from_int($intrinsic::<K>($to_int(hi.0), $to_int(lo.0)))) }
                 }
             }
 
@@ -730,8 +744,50 @@ mod avx512 {
                 fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
                     avx512_shift!($n, D, prev, cur, next)
                 }
+                #[inline(always)]
+                fn shifted_in_registers<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
+                    avx512_in_registers!($in_registers, $n, D, prev, cur, next)
+                }
             }
         };
+    }
+
+    /// `Lanes::shifted_in_registers` of a lanes type: `(shifted)` keeps `Lanes::shifted`;
+    /// `(asm $insn)` shifts by one lane (the 7-point and 5-point stencils' reads) with the
+    /// instruction `$insn` itself, register to register, and by more with `shifted`.
+    ///
+    /// LLVM lowers `_mm512_alignr_epi64` to a two-source permute (`vpermt2pd`) whose index
+    /// vector it must copy first, since the permute overwrites it: the 7-point f64 sweep of a
+    /// 64^3 grid in cache took 65-68 us that way and 60-62 us with `valignq` (Zen 5, one core,
+    /// medians of 9 in alternating runs). For `f32` the instruction gained nothing measurable
+    /// on the 7-point sweep and cost the radius-4 star 4-5%, so `f32` keeps `shifted`.
+    macro_rules! avx512_in_registers {
+        ((shifted), $n:tt, $d:ident, $prev:ident, $cur:ident, $next:ident) => {
+            Self::shifted::<$d>($prev, $cur, $next)
+        };
+        ((asm $insn:ident), $n:tt, $d:ident, $prev:ident, $cur:ident, $next:ident) => {{
+            // Lane `i` of the result is lane `i + 1` of (`cur`, `next`): `valign` by 1 of
+            // `next` over `cur`; for `D = -1`, by `N - 1` of `cur` over `prev`.
+            let (hi, lo) = match $d {
+                1 => ($next, $cur),
+                -1 => ($cur, $prev),
+                _ => return Self::shifted::<$d>($prev, $cur, $next),
+            };
+            let out: __m512i;
+            // SAFETY: AVX-512F is enabled at compile time (this module's cfg); the
+            // instruction reads two registers and writes one, nothing else.
+            unsafe {
+                std::arch::asm!(
+                    concat!(stringify!($insn), " {out}, {hi}, {lo}, {k}"),
+                    out = lateout(zmm_reg) out,
+                    hi = in(zmm_reg) _mm512_castpd_si512(hi.0),
+                    lo = in(zmm_reg) _mm512_castpd_si512(lo.0),
+                    k = const if $d == 1 { 1 } else { $n - 1 },
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+                Self(_mm512_castsi512_pd(out))
+            }
+        }};
     }
 
     /// `shifted::<D>` for `$n` lanes: `valign` of (`cur`, `prev`) below, (`next`, `cur`)
@@ -804,14 +860,14 @@ mod avx512 {
         load: _mm512_loadu_pd, store: _mm512_storeu_pd, stream: _mm512_stream_pd,
         splat: _mm512_set1_pd, add: _mm512_add_pd, sub: _mm512_sub_pd, mul: _mm512_mul_pd, div: _mm512_div_pd,
         fmadd: _mm512_fmadd_pd, fnmadd: _mm512_fnmadd_pd, to_int: _mm512_castpd_si512,
-        from_int: _mm512_castsi512_pd, align: _mm512_alignr_epi64
+        from_int: _mm512_castsi512_pd, align: _mm512_alignr_epi64, shift_in_registers: (asm valignq)
     );
     avx512_lanes!(
         F32x16, f32, 16, __m512,
         load: _mm512_loadu_ps, store: _mm512_storeu_ps, stream: _mm512_stream_ps,
         splat: _mm512_set1_ps, add: _mm512_add_ps, sub: _mm512_sub_ps, mul: _mm512_mul_ps, div: _mm512_div_ps,
         fmadd: _mm512_fmadd_ps, fnmadd: _mm512_fnmadd_ps, to_int: _mm512_castps_si512,
-        from_int: _mm512_castsi512_ps, align: _mm512_alignr_epi32
+        from_int: _mm512_castsi512_ps, align: _mm512_alignr_epi32, shift_in_registers: (shifted)
     );
 }
 
@@ -1211,10 +1267,13 @@ mod tests {
                     let want: Vec<f64> =
                         (0..n).map(|i| scalar[(n as i32 + i as i32 + $d) as usize]).collect();
                     assert_eq!(got, want, "shift {}", $d);
+                    let got = lanes(V::shifted_in_registers::<$d>(prev, cur, next));
+                    assert_eq!(got, want, "shift {} in registers", $d);
                 }
             )*};
         }
-        shifts!(-16 -15 -9 -8 -7 -3 -2 -1 0 1 2 3 7 8 9 15 16);
+        shifts!(-16 -15 -14 -13 -12 -11 -10 -9 -8 -7 -6 -5 -4 -3 -2 -1
+                0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
         let (a, b) = (lanes(cur), lanes(next));
         let two = V::splat(data[2]);
         let t = to_f64(data[2]);

@@ -113,13 +113,19 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
 
     /// Interior index of point `at` of row `r` of the run whose first point is `first`.
     fn origin(&self, first: &[usize; MAX_DIMS], r: usize, at: usize) -> [usize; MAX_DIMS] {
+        // Built lane by lane: a copy of `first` with entries added in place was read back
+        // whole before its stores had left the store buffer (a failed forwarding per run).
         let n_dims = self.grids[0].n_dims;
-        let mut point = *first;
-        if n_dims > 1 {
-            point[n_dims - 2] += r;
-        }
-        point[n_dims - 1] += at;
-        point
+        std::array::from_fn(|d| {
+            let along = if d + 1 == n_dims {
+                at
+            } else if d + 2 == n_dims {
+                r
+            } else {
+                0
+            };
+            first[d] + along
+        })
     }
 
     /// Fresh per-worker lists.

@@ -136,12 +136,15 @@ impl Tile {
             tile.end[outer] - tile.start[outer]
         };
         let mut point = tile.start;
+        for (base, geom) in bases.iter_mut().zip(grids) {
+            *base = storage_index(geom, &point);
+        }
         loop {
-            for (base, geom) in bases.iter_mut().zip(grids) {
-                *base = storage_index(geom, &point);
-            }
             run(bases, n_rows, len, &point);
-            // Advance the odometer over the dimensions that index runs.
+            // Advance the odometer over the dimensions that index runs, and the bases with
+            // it by strides: recomputed from `point`, whose entries were just stored one at a
+            // time, the bases' vectorised dot product waited on a failed store-to-load
+            // forwarding at every run.
             let mut d = outer;
             loop {
                 if d == 0 {
@@ -150,9 +153,16 @@ impl Tile {
                 d -= 1;
                 point[d] += 1;
                 if point[d] < tile.end[d] {
+                    for (base, geom) in bases.iter_mut().zip(grids) {
+                        *base += geom.strides[d];
+                    }
                     break;
                 }
+                let back = point[d] - 1 - tile.start[d];
                 point[d] = tile.start[d];
+                for (base, geom) in bases.iter_mut().zip(grids) {
+                    *base -= back * geom.strides[d];
+                }
             }
         }
     }
@@ -195,18 +205,27 @@ mod tests {
         let mut bases = [0; 2];
         for t in 0..tiling.n_tiles() {
             let tile = tiling.tile(t);
-            tile.for_each_run(shape.len(), &grids, &mut bases, |bases, n_rows, len, _| {
-                assert!(len >= 1 && len <= tiling.max_row_len());
-                assert!(n_rows >= 1);
-                for ((seen, &base), geom) in visits.iter_mut().zip(bases).zip(&grids) {
-                    for r in 0..n_rows {
-                        let start = base + r * row_stride(geom);
-                        for count in &mut seen[start..start + len] {
-                            *count += 1;
+            tile.for_each_run(
+                shape.len(),
+                &grids,
+                &mut bases,
+                |bases, n_rows, len, first| {
+                    assert!(len >= 1 && len <= tiling.max_row_len());
+                    assert!(n_rows >= 1);
+                    // The bases advance by strides; they must stay those of the first point.
+                    for (&base, geom) in bases.iter().zip(&grids) {
+                        assert_eq!(base, storage_index(geom, first), "run at {first:?}");
+                    }
+                    for ((seen, &base), geom) in visits.iter_mut().zip(bases).zip(&grids) {
+                        for r in 0..n_rows {
+                            let start = base + r * row_stride(geom);
+                            for count in &mut seen[start..start + len] {
+                                *count += 1;
+                            }
                         }
                     }
-                }
-            });
+                },
+            );
         }
         for (geom, seen) in grids.iter().zip(&visits) {
             let mut expected = vec![0u32; geom.len];
