@@ -98,19 +98,6 @@ pub trait Lanes: Copy {
     /// # Panics
     /// If `|D| > N`.
     fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self;
-    /// [`shifted`](Self::shifted), computed in registers where the type has such a form that
-    /// pays for kernels of few input rows (`f64` with AVX-512F: one `valignq` written as the
-    /// instruction for one-lane shifts); `shifted` itself elsewhere. The shifted loop
-    /// `stencil!` generates uses it for kernels reading few input rows (at most 8): with
-    /// more, the vectors live in the loop outnumber the registers, and `shifted`, whose
-    /// lowering may read a vector from memory, spills less.
-    ///
-    /// # Panics
-    /// If `|D| > N`.
-    #[inline(always)]
-    fn shifted_in_registers<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
-        Self::shifted::<D>(prev, cur, next)
-    }
 }
 
 /// Prefetches the cache line holding `data[at]` into the first-level cache; nothing when
@@ -188,6 +175,11 @@ pub trait RowBody<V, const M: usize, const K: usize>: VectorBody<V, M, K> + Copy
 /// row), and the sweep of a 64^3 grid in cache went from 121 to 112 us, gcc's pace (one core,
 /// AVX-512).
 ///
+/// Windows and outputs of several planes ([`RowWindows::plane_parts`]) are swept in their
+/// plane 0 only; [`sweep_planes`] takes every plane. The two keep separate loops over the
+/// rows: with this one calling the per-plane loop of `sweep_planes`, the radius-4 star's
+/// sweep (17 input rows, short of registers) ran 7-9% slower.
+///
 /// # Panics
 /// If a window or output is shorter than that, or has fewer rows than `rows.end`, or an
 /// `ahead` exceeds `2 * N` (a bug of the caller), before anything is written.
@@ -227,6 +219,171 @@ pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
     if K == 0 {
         return;
     }
+    // The `len` elements from `from` of row `r`'s outputs, for `plain` (called below with
+    // `r` in `rows` and `from + len <= n`).
+    let parts_of = |r: usize, from: usize, len: usize| -> [&mut [V::Elem]; K] {
+        std::array::from_fn(|k| {
+            let (ptr, stride) = output_rows[k];
+            // SAFETY: `r < rows.end <= count` and `from + len <= n <=` the rows' length, so
+            // the elements lie in row `r` of output `k`, which `outputs` borrows exclusively;
+            // outputs are distinct grids, so the slices are disjoint, and no other reference
+            // to these elements lives while `plain` runs.
+            unsafe { std::slice::from_raw_parts_mut(ptr.add(r * stride + from), len) }
+        })
+    };
+    let vectors = n / V::N;
+    if M == 0 || vectors == 0 {
+        // No input rows to shift, or rows shorter than a vector: the plain loop's.
+        for r in rows {
+            plain(r, 0, parts_of(r, 0, n));
+        }
+        return;
+    }
+    // Row `r`'s input windows (from `N` before its first point) and outputs.
+    let row_at = |r: usize| {
+        let mut ins = [std::ptr::null::<V::Elem>(); M];
+        for (input, &(ptr, stride)) in ins.iter_mut().zip(&input_rows) {
+            *input = ptr.wrapping_add(r * stride);
+        }
+        let mut outs = [std::ptr::null_mut::<V::Elem>(); K];
+        for (out, &(ptr, stride)) in outs.iter_mut().zip(&output_rows) {
+            *out = ptr.wrapping_add(r * stride);
+        }
+        (ins, outs)
+    };
+    // Rows in pairs, then the odd one alone.
+    let mut r = rows.start;
+    while r < rows.end {
+        let (ins, outs) = if r + PAIRED <= rows.end {
+            let mut ins = [[std::ptr::null::<V::Elem>(); M]; PAIRED];
+            let mut outs = [[std::ptr::null_mut::<V::Elem>(); K]; PAIRED];
+            for (j, (ins, outs)) in ins.iter_mut().zip(&mut outs).enumerate() {
+                (*ins, *outs) = row_at(r + j);
+            }
+            // SAFETY: as below, for each of the rows `r..r + PAIRED` (all `< rows.end`).
+            unsafe { run_rows::<V, M, K, PAIRED>(ins, ahead, outs, 0, vectors, body) };
+            (ins, outs)
+        } else {
+            let (ins, outs) = row_at(r);
+            // SAFETY: as below.
+            unsafe { run_rows::<V, M, K, 1>([ins], ahead, [outs], 0, vectors, body) };
+            ([ins; PAIRED], [outs; PAIRED])
+        };
+        let done = PAIRED.min(rows.end - r);
+        #[cfg(debug_assertions)]
+        SHIFTED_ROWS.set(SHIFTED_ROWS.get() + done as u64);
+        if !n.is_multiple_of(V::N) {
+            // The last vector again, ending at the row's end: its first points get the
+            // values they hold (the outputs are not inputs).
+            for (&ins, &outs) in ins.iter().zip(&outs).take(done) {
+                // SAFETY: as below, with `from = n - N`.
+                unsafe { run_rows::<V, M, K, 1>([ins], ahead, [outs], n - V::N, 1, body) };
+            }
+        }
+        r += done;
+    }
+    // SAFETY (of each `run_rows` above): row `r < count` of each window holds `n + 2 * N`
+    // readable elements from `ins[m]`, and every call has `from + count * N <= n` and
+    // `ahead[m] <= 2 * N`, so `from + ahead[m] + count * N` and `from + 2 * N` are at most
+    // `n + 2 * N`. Row `r` of each output holds `n` elements from `outs[k]`, exclusively
+    // borrowed, and the stores write `from .. from + count * N` of it. Inputs and outputs
+    // are distinct grids, and the rows of one call distinct rows.
+}
+
+/// [`sweep_rows`] over every plane of windows and outputs that span several
+/// ([`RowWindows::plane_parts`], [`OutputRun::plane_parts`], all with the same count): the
+/// rows `rows` of each plane in turn, a 3-D block in one call, the windows checked once for
+/// all its planes. `plain(p, r, from, outputs)` computes points of row `r` of plane `p`.
+/// Kernels with many input rows (the radius-4 star's 17) take their planes one call of
+/// `sweep_rows` each: the plane loop's state cost that loop 5-7% even with one plane.
+///
+/// # Panics
+/// As [`sweep_rows`], and if the plane counts differ.
+#[inline(always)]
+pub fn sweep_planes<V: Lanes, const M: usize, const K: usize>(
+    inputs: &[RowWindows<'_, V::Elem>; M],
+    ahead: [usize; M],
+    outputs: &mut [&mut OutputRun<'_, V::Elem>; K],
+    rows: std::ops::Range<usize>,
+    n: usize,
+    body: impl RowBody<V, M, K>,
+    mut plain: impl FnMut(usize, usize, usize, [&mut [V::Elem]; K]),
+) {
+    let span = n
+        .checked_add(2 * V::N)
+        .unwrap_or_else(|| panic!("sweep_planes: rows of {n} points"));
+    let planes = outputs.first().map_or(1, |output| output.plane_parts().1);
+    // Raw parts, checked once against every row of the run.
+    let mut input_planes = [(std::ptr::null::<V::Elem>(), 0usize, 0usize); M];
+    for ((parts, input), &ahead) in input_planes.iter_mut().zip(inputs).zip(&ahead) {
+        let (ptr, len, stride, count) = input.raw_parts();
+        let (plane_stride, count_planes) = input.plane_parts();
+        assert!(
+            rows.end <= count && len >= span && ahead <= 2 * V::N && count_planes == planes,
+            "sweep_planes: windows of {count_planes}x{count} rows of {len} for {planes}x rows \
+             {rows:?} of {span}, {ahead} ahead"
+        );
+        *parts = (ptr, stride, plane_stride);
+    }
+    let mut output_planes = [(std::ptr::null_mut::<V::Elem>(), 0usize, 0usize); K];
+    for (parts, output) in output_planes.iter_mut().zip(outputs.iter_mut()) {
+        let (ptr, len, stride, count) = output.raw_parts_mut();
+        let (plane_stride, count_planes) = output.plane_parts();
+        assert!(
+            rows.end <= count && len >= n && count_planes == planes,
+            "sweep_planes: outputs of {count_planes}x{count} rows of {len} for {planes}x rows \
+             {rows:?} of {n}"
+        );
+        *parts = (ptr, stride, plane_stride);
+    }
+    if K == 0 {
+        return;
+    }
+    for p in 0..planes {
+        // Plane `p < planes` of each window and output is its rows displaced by
+        // `p * plane_stride`, checked (windows) or guaranteed (outputs) like plane 0's.
+        let input_rows: [(*const V::Elem, usize); M] = std::array::from_fn(|m| {
+            let (ptr, stride, plane_stride) = input_planes[m];
+            (ptr.wrapping_add(p * plane_stride), stride)
+        });
+        let output_rows: [(*mut V::Elem, usize); K] = std::array::from_fn(|k| {
+            let (ptr, stride, plane_stride) = output_planes[k];
+            (ptr.wrapping_add(p * plane_stride), stride)
+        });
+        // SAFETY: this plane's rows of every window hold `n + 2 * N` readable elements
+        // (`try_rows` checked the last plane's last row, and `span` above), each `ahead` is
+        // at most `2 * N`, and its output rows `n` writable elements, exclusively borrowed
+        // and disjoint from the inputs and each other (`OutputRun`'s contract).
+        unsafe {
+            sweep_plane::<V, M, K>(
+                (input_rows, ahead),
+                output_rows,
+                rows.clone(),
+                n,
+                body,
+                |r, from, outs| plain(p, r, from, outs),
+            )
+        };
+    }
+}
+
+/// Rows `rows` of one plane of [`sweep_rows`] and [`sweep_planes`]: its inputs' and outputs'
+/// rows as raw parts `(ptr, stride)`.
+///
+/// # Safety
+/// As [`sweep_rows`] checks for its windows and outputs: row `r < rows.end` of input `m`
+/// readable for `n + 2 * N` elements from `input_rows[m].0 + r * stride`, each `ahead[m]` at
+/// most `2 * N`; row `r` of output `k` writable for `n` elements, exclusively, disjoint from
+/// every input and from the other outputs' rows.
+#[inline(always)]
+unsafe fn sweep_plane<V: Lanes, const M: usize, const K: usize>(
+    (input_rows, ahead): ([(*const V::Elem, usize); M], [usize; M]),
+    output_rows: [(*mut V::Elem, usize); K],
+    rows: std::ops::Range<usize>,
+    n: usize,
+    body: impl RowBody<V, M, K>,
+    mut plain: impl FnMut(usize, usize, [&mut [V::Elem]; K]),
+) {
     // The `len` elements from `from` of row `r`'s outputs, for `plain` (called below with
     // `r` in `rows` and `from + len <= n`).
     let parts_of = |r: usize, from: usize, len: usize| -> [&mut [V::Elem]; K] {
@@ -349,7 +506,7 @@ unsafe fn run_rows<V: Lanes, const M: usize, const K: usize, const R: usize>(
                 *store = store.add(from);
             }
         }
-        for k in 0..count {
+        let mut vector = |k: usize| {
             let at = k * V::N;
             for ((step, loads), stores) in bodies.iter_mut().zip(&loads).zip(&stores) {
                 let values = step.step(load_each::<V, M>(*loads, at));
@@ -357,6 +514,9 @@ unsafe fn run_rows<V: Lanes, const M: usize, const K: usize, const R: usize>(
                     value.store_at::<false>(store.add(at));
                 }
             }
+        };
+        for k in 0..count {
+            vector(k);
         }
     }
 }
@@ -628,7 +788,7 @@ mod avx512 {
             load: $load:ident, store: $store:ident, stream: $stream:ident, splat: $splat:ident,
             add: $add:ident, sub: $sub:ident, mul: $mul:ident, div: $div:ident, fmadd: $fmadd:ident,
             fnmadd: $fnmadd:ident, to_int: $to_int:ident, from_int: $from_int:ident,
-            align: $intrinsic:ident, shift_in_registers: $in_registers:tt
+            align: $intrinsic:ident
         ) => {
             /// Lanes in one AVX-512 register.
             #[derive(Clone, Copy, Debug)]
@@ -744,50 +904,8 @@ mod avx512 {
                 fn shifted<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
                     avx512_shift!($n, D, prev, cur, next)
                 }
-                #[inline(always)]
-                fn shifted_in_registers<const D: i32>(prev: Self, cur: Self, next: Self) -> Self {
-                    avx512_in_registers!($in_registers, $n, D, prev, cur, next)
-                }
             }
         };
-    }
-
-    /// `Lanes::shifted_in_registers` of a lanes type: `(shifted)` keeps `Lanes::shifted`;
-    /// `(asm $insn)` shifts by one lane (the 7-point and 5-point stencils' reads) with the
-    /// instruction `$insn` itself, register to register, and by more with `shifted`.
-    ///
-    /// LLVM lowers `_mm512_alignr_epi64` to a two-source permute (`vpermt2pd`) whose index
-    /// vector it must copy first, since the permute overwrites it: the 7-point f64 sweep of a
-    /// 64^3 grid in cache took 65-68 us that way and 60-62 us with `valignq` (Zen 5, one core,
-    /// medians of 9 in alternating runs). For `f32` the instruction gained nothing measurable
-    /// on the 7-point sweep and cost the radius-4 star 4-5%, so `f32` keeps `shifted`.
-    macro_rules! avx512_in_registers {
-        ((shifted), $n:tt, $d:ident, $prev:ident, $cur:ident, $next:ident) => {
-            Self::shifted::<$d>($prev, $cur, $next)
-        };
-        ((asm $insn:ident), $n:tt, $d:ident, $prev:ident, $cur:ident, $next:ident) => {{
-            // Lane `i` of the result is lane `i + 1` of (`cur`, `next`): `valign` by 1 of
-            // `next` over `cur`; for `D = -1`, by `N - 1` of `cur` over `prev`.
-            let (hi, lo) = match $d {
-                1 => ($next, $cur),
-                -1 => ($cur, $prev),
-                _ => return Self::shifted::<$d>($prev, $cur, $next),
-            };
-            let out: __m512i;
-            // SAFETY: AVX-512F is enabled at compile time (this module's cfg); the
-            // instruction reads two registers and writes one, nothing else.
-            unsafe {
-                std::arch::asm!(
-                    concat!(stringify!($insn), " {out}, {hi}, {lo}, {k}"),
-                    out = lateout(zmm_reg) out,
-                    hi = in(zmm_reg) _mm512_castpd_si512(hi.0),
-                    lo = in(zmm_reg) _mm512_castpd_si512(lo.0),
-                    k = const if $d == 1 { 1 } else { $n - 1 },
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-                Self(_mm512_castsi512_pd(out))
-            }
-        }};
     }
 
     /// `shifted::<D>` for `$n` lanes: `valign` of (`cur`, `prev`) below, (`next`, `cur`)
@@ -860,14 +978,14 @@ mod avx512 {
         load: _mm512_loadu_pd, store: _mm512_storeu_pd, stream: _mm512_stream_pd,
         splat: _mm512_set1_pd, add: _mm512_add_pd, sub: _mm512_sub_pd, mul: _mm512_mul_pd, div: _mm512_div_pd,
         fmadd: _mm512_fmadd_pd, fnmadd: _mm512_fnmadd_pd, to_int: _mm512_castpd_si512,
-        from_int: _mm512_castsi512_pd, align: _mm512_alignr_epi64, shift_in_registers: (asm valignq)
+        from_int: _mm512_castsi512_pd, align: _mm512_alignr_epi64
     );
     avx512_lanes!(
         F32x16, f32, 16, __m512,
         load: _mm512_loadu_ps, store: _mm512_storeu_ps, stream: _mm512_stream_ps,
         splat: _mm512_set1_ps, add: _mm512_add_ps, sub: _mm512_sub_ps, mul: _mm512_mul_ps, div: _mm512_div_ps,
         fmadd: _mm512_fmadd_ps, fnmadd: _mm512_fnmadd_ps, to_int: _mm512_castps_si512,
-        from_int: _mm512_castsi512_ps, align: _mm512_alignr_epi32, shift_in_registers: (shifted)
+        from_int: _mm512_castsi512_ps, align: _mm512_alignr_epi32
     );
 }
 
@@ -1139,73 +1257,89 @@ mod tests {
     /// Rows of `n` points, `stride` apart, the first `first` elements into `data`.
     const STRIDE: usize = 96;
 
+    /// Planes of the runs in `sweep_rows_computes_every_point_of_every_row_once`, `PLANE` apart.
+    const PLANE: usize = 5 * STRIDE;
+
     #[test]
     fn sweep_rows_computes_every_point_of_every_row_once() {
         let vector = F64::N;
-        for (n, first) in [
-            (40, 11),
-            (40, 16),
-            (23, 9),
-            (2 * vector, 8),
-            (vector + 3, 12),
-            (vector, 8),
-            (vector - 3, 9),
+        for (n, first, planes) in [
+            (40, 11, 1),
+            (40, 16, 2),
+            (23, 9, 1),
+            (23, 9, 3),
+            (2 * vector, 8, 2),
+            (vector + 3, 12, 1),
+            (vector, 8, 2),
+            (vector - 3, 9, 2),
         ] {
             let rows = 4;
-            let input: Vec<f64> = (0..rows * STRIDE + first + n + vector)
+            let input: Vec<f64> = (0..planes * PLANE + first + n + vector)
                 .map(|k| ((k * 37) % 101) as f64 - 50.0)
                 .collect();
-            let inputs = [RowInput::new(&input, first, [STRIDE, 1, 0, 0])];
-            let args = RowArgs::new(n, &inputs, &[]).with_rows(rows, 0);
+            let inputs = [RowInput::new(&input, first, [PLANE, STRIDE, 1, 0])];
+            let args = RowArgs::new(n, &inputs, &[])
+                .with_rows(rows, 1)
+                .with_planes(planes, 0);
             let windows = [args
                 .try_row_window(0, [0; 4], -(vector as isize))
                 .and_then(|w| w.try_rows(rows, n + 2 * vector))
                 .expect("the windows fit the storage")];
-            let mut data = vec![f64::NAN; rows * STRIDE + first + n];
-            let mut output = OutputRun::new(&mut data, first, n, STRIDE, rows).unwrap();
+            let mut data = vec![f64::NAN; planes * PLANE + first + n];
+            // SAFETY: `planes` planes `PLANE` apart of `rows` rows `STRIDE` apart of `n < STRIDE`
+            // points from `first`, all inside `data` (`rows * STRIDE < PLANE`), none overlapping,
+            // reached through the run alone.
+            let mut output = unsafe {
+                OutputRun::from_raw_parts_planes(
+                    data.as_mut_ptr().add(first),
+                    n,
+                    STRIDE,
+                    rows,
+                    PLANE,
+                    planes,
+                )
+            };
             let mut plain_points = 0;
             let zero = F64::splat(0.0);
-            sweep_rows(
-                &windows,
-                [2 * vector],
-                &mut [&mut output],
-                1..rows,
-                n,
-                Neighbours {
-                    prev: zero,
-                    cur: zero,
-                },
-                |r, from, [out]: [&mut [f64]; 1]| {
-                    for (x, value) in out.iter_mut().enumerate() {
-                        let at = first + r * STRIDE + from + x;
-                        *value = input[at - 1] + 2.0 * input[at + 1];
-                    }
-                    plain_points += out.len();
-                },
-            );
-            for r in 0..rows {
-                for x in 0..n {
-                    let at = first + r * STRIDE + x;
-                    let got = data[at];
-                    if r == 0 {
-                        assert!(got.is_nan(), "row 0 is outside the rows asked for");
-                    } else {
-                        assert_eq!(
-                            got,
-                            input[at - 1] + 2.0 * input[at + 1],
-                            "{n} {first} {r} {x}"
-                        );
-                    }
+            let body = Neighbours {
+                prev: zero,
+                cur: zero,
+            };
+            let mut plain = |p: usize, r: usize, from: usize, [out]: [&mut [f64]; 1]| {
+                for (x, value) in out.iter_mut().enumerate() {
+                    let at = first + p * PLANE + r * STRIDE + from + x;
+                    *value = input[at - 1] + 2.0 * input[at + 1];
                 }
+                plain_points += out.len();
+            };
+            let outputs = &mut [&mut output];
+            if planes == 1 {
+                sweep_rows(
+                    &windows,
+                    [2 * vector],
+                    outputs,
+                    1..rows,
+                    n,
+                    body,
+                    |r, from, out| plain(0, r, from, out),
+                );
+            } else {
+                sweep_planes(&windows, [2 * vector], outputs, 1..rows, n, body, plain);
             }
-            // Nothing written between the rows (the last vector ends at the row's end).
-            for r in 0..rows - 1 {
-                let gap = first + r * STRIDE + n..first + (r + 1) * STRIDE;
-                assert!(data[gap].iter().all(|v| v.is_nan()), "{n} {first} {r}");
+            for (at, &got) in data.iter().enumerate() {
+                let k = at.wrapping_sub(first);
+                let (p, r, x) = (k / PLANE, k % PLANE / STRIDE, k % STRIDE);
+                if at >= first && p < planes && (1..rows).contains(&r) && x < n {
+                    let want = input[at - 1] + 2.0 * input[at + 1];
+                    assert_eq!(got, want, "{n} {first} plane {p} row {r} point {x}");
+                } else {
+                    // Row 0, the gaps between rows and planes: never written.
+                    assert!(got.is_nan(), "{n} {first} element {at}");
+                }
             }
             // Rows of a vector or more are all vectors; shorter ones all plain.
             let plain_rows = if n < vector { rows - 1 } else { 0 };
-            assert_eq!(plain_points, plain_rows * n, "{n} {first}");
+            assert_eq!(plain_points, planes * plain_rows * n, "{n} {first}");
         }
     }
 
@@ -1267,8 +1401,6 @@ mod tests {
                     let want: Vec<f64> =
                         (0..n).map(|i| scalar[(n as i32 + i as i32 + $d) as usize]).collect();
                     assert_eq!(got, want, "shift {}", $d);
-                    let got = lanes(V::shifted_in_registers::<$d>(prev, cur, next));
-                    assert_eq!(got, want, "shift {} in registers", $d);
                 }
             )*};
         }

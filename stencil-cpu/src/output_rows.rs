@@ -135,6 +135,57 @@ impl<'a, T> OutputRows<'a, T> {
         // accesses them while the run lives.
         unsafe { OutputRun::from_raw_parts(self.ptr.add(start), len, stride, rows) }
     }
+
+    /// [`run`](Self::run) repeated in `planes` planes `plane_stride` apart (a 3-D block of
+    /// interior rows), as one [`OutputRun`].
+    ///
+    /// # Panics
+    /// If a row is not inside the storage or two rows overlap (a tiling bug, as for `run`).
+    ///
+    /// # Safety
+    /// As for [`run`](Self::run), for the rows of every plane.
+    #[inline]
+    pub(crate) unsafe fn run_planes(
+        &self,
+        start: usize,
+        (len, stride, rows): (usize, usize, usize),
+        plane_stride: usize,
+        planes: usize,
+    ) -> OutputRun<'a, T> {
+        let span = rows
+            .checked_sub(1)
+            .and_then(|r| r.checked_mul(stride))
+            .and_then(|offset| offset.checked_add(len));
+        let last = planes
+            .checked_sub(1)
+            .and_then(|p| p.checked_mul(plane_stride))
+            .and_then(|offset| offset.checked_add(start))
+            .zip(span)
+            .and_then(|(first, span)| first.checked_add(span));
+        assert!(
+            rows == 0
+                || planes == 0
+                || (last.is_some_and(|end| end <= self.len)
+                    && (rows <= 1 || stride >= len)
+                    && (planes <= 1 || span.is_some_and(|span| plane_stride >= span))),
+            "stencil-cpu: output run {start}+{planes}x{plane_stride}+{rows}x{stride}({len}) \
+             outside storage of {} or overlapping",
+            self.len
+        );
+        // SAFETY: every row of every plane lies inside the storage that `ptr` borrows mutably
+        // for `'a`, and distinct rows are disjoint (checked above); the caller guarantees that
+        // nothing else accesses them while the run lives.
+        unsafe {
+            OutputRun::from_raw_parts_planes(
+                self.ptr.add(start),
+                len,
+                stride,
+                rows,
+                plane_stride,
+                planes,
+            )
+        }
+    }
 }
 
 /// A mutable slice shared by several threads that each take disjoint ranges of it.

@@ -178,53 +178,75 @@ impl<'r, T: Element> SpecialisedRun<'r, T> {
         let (params, plan) = (self.params, self.plan);
         let (in_strides, out_strides) = self.row_strides.split_at(n_inputs);
         let n_dims = self.grids[0].n_dims;
-        // Rows of a run are adjacent along the second-innermost dimension.
+        // Rows of a run are adjacent along the second-innermost dimension; a run function
+        // takes a 3-D block's planes in one call.
         let row_dim = n_dims.saturating_sub(2);
-        tile.for_each_run(n_dims, &self.grids, bases, |bases, n_rows, len, first| {
-            let (in_bases, out_bases) = bases.split_at(n_inputs);
-            let mut at = 0;
-            while at < len {
-                let n = (len - at).min(plan.row_block);
-                match self.point_loop {
-                    CpuLoop::Runs(run) => {
-                        for (row, &base) in inputs.iter_mut().zip(in_bases) {
-                            row.start = base + at;
+        let plane_dim = crate::tiling::plane_dim(n_dims);
+        let by_planes = matches!(self.point_loop, CpuLoop::Runs(_));
+        let out_grids = &self.grids[n_inputs..];
+        tile.for_each_block(
+            n_dims,
+            &self.grids,
+            bases,
+            by_planes,
+            |bases, n_planes, n_rows, len, first| {
+                let (in_bases, out_bases) = bases.split_at(n_inputs);
+                let mut at = 0;
+                while at < len {
+                    let n = (len - at).min(plan.row_block);
+                    match self.point_loop {
+                        CpuLoop::Runs(run) => {
+                            for (row, &base) in inputs.iter_mut().zip(in_bases) {
+                                row.start = base + at;
+                            }
+                            runs.clear();
+                            for (((output, &base), &stride), geom) in self
+                                .outputs
+                                .iter()
+                                .zip(out_bases)
+                                .zip(out_strides)
+                                .zip(out_grids)
+                            {
+                                // SAFETY: these rows (of these planes) of this output are handed
+                                // out once in the whole sweep and overlap no other live slice: the
+                                // caller's boxes are disjoint, so are the blocks of a box and the
+                                // column blocks of a block; `Job::new` validated that every grid has the iteration's
+                                // interior shape and that no output shares storage with an input
+                                // or another output; `OutputRows::new` validated that the output's
+                                // layout is one `Geometry::padded` produces, in which distinct
+                                // interior rows are disjoint and inside the storage (which `run`
+                                // checks again).
+                                runs.push(unsafe {
+                                    output.run_planes(
+                                        base + at,
+                                        (n, stride, n_rows),
+                                        crate::tiling::plane_stride(geom),
+                                        n_planes,
+                                    )
+                                });
+                            }
+                            let args = RowArgs::new(n, inputs, params)
+                                .at(self.origin(first, 0, at), self.step)
+                                .with_rows(n_rows, row_dim)
+                                .with_planes(n_planes, plane_dim)
+                                .with_register_rows(plan.register_rows)
+                                .with_streaming(plan.streaming)
+                                .with_prefetch(plan.prefetch);
+                            run(&args, runs);
+                            runs.clear();
                         }
-                        runs.clear();
-                        for ((output, &base), &stride) in
-                            self.outputs.iter().zip(out_bases).zip(out_strides)
-                        {
-                            // SAFETY: these rows of this output are handed out once in the
-                            // whole sweep and overlap no other live slice: the caller's boxes
-                            // are disjoint, so are the runs of a box and the column blocks of
-                            // a run; `Job::new` validated that every grid has the iteration's
-                            // interior shape and that no output shares storage with an input
-                            // or another output; `OutputRows::new` validated that the output's
-                            // layout is one `Geometry::padded` produces, in which distinct
-                            // interior rows are disjoint and inside the storage (which `run`
-                            // checks again).
-                            runs.push(unsafe { output.run(base + at, n, stride, n_rows) });
-                        }
-                        let args = RowArgs::new(n, inputs, params)
-                            .at(self.origin(first, 0, at), self.step)
-                            .with_rows(n_rows, row_dim)
-                            .with_register_rows(plan.register_rows)
-                            .with_streaming(plan.streaming)
-                            .with_prefetch(plan.prefetch);
-                        run(&args, runs);
-                        runs.clear();
+                        CpuLoop::Rows(row_fn) => self.rows_one_by_one(
+                            row_fn,
+                            (inputs, row_slots),
+                            (in_bases, in_strides),
+                            (out_bases, out_strides),
+                            (first, n_rows, at, n),
+                        ),
                     }
-                    CpuLoop::Rows(row_fn) => self.rows_one_by_one(
-                        row_fn,
-                        (inputs, row_slots),
-                        (in_bases, in_strides),
-                        (out_bases, out_strides),
-                        (first, n_rows, at, n),
-                    ),
+                    at += n;
                 }
-                at += n;
-            }
-        });
+            },
+        );
         if plan.streaming {
             crate::streaming::fence();
         }

@@ -121,6 +121,30 @@ impl Tile {
         bases: &mut [usize],
         mut run: impl FnMut(&[usize], usize, usize, &[usize; MAX_DIMS]),
     ) {
+        self.for_each_block(
+            n_dims,
+            grids,
+            bases,
+            false,
+            |bases, _, n_rows, len, first| run(bases, n_rows, len, first),
+        );
+    }
+
+    /// [`for_each_run`](Self::for_each_run), with the runs of a 3-D (or more) box gathered
+    /// along the third-innermost dimension (the planes, [`plane_dim`]) when `planes`:
+    /// `run(bases, n_planes, n_rows, len, first)` for each block of `n_planes` planes of
+    /// `n_rows` rows, plane `p`'s row `r` starting at
+    /// `bases[g] + p * plane_stride(&grids[g]) + r * row_stride(&grids[g])`. Otherwise, and
+    /// below three dimensions, `n_planes` is 1.
+    #[inline]
+    pub(crate) fn for_each_block(
+        &self,
+        n_dims: usize,
+        grids: &[Geometry],
+        bases: &mut [usize],
+        planes: bool,
+        mut run: impl FnMut(&[usize], usize, usize, usize, &[usize; MAX_DIMS]),
+    ) {
         assert_eq!(grids.len(), bases.len(), "one base per grid");
         let tile = *self;
         if (0..n_dims).any(|d| tile.start[d] >= tile.end[d]) {
@@ -129,18 +153,24 @@ impl Tile {
         let last = n_dims - 1;
         let len = tile.end[last] - tile.start[last];
         // Dimensions below `outer` index the runs; a 1-D tile is one run of one row.
-        let outer = last.saturating_sub(1);
+        let mut outer = last.saturating_sub(1);
         let n_rows = if last == 0 {
             1
         } else {
             tile.end[outer] - tile.start[outer]
+        };
+        let n_planes = if planes && n_dims >= 3 {
+            outer -= 1;
+            tile.end[outer] - tile.start[outer]
+        } else {
+            1
         };
         let mut point = tile.start;
         for (base, geom) in bases.iter_mut().zip(grids) {
             *base = storage_index(geom, &point);
         }
         loop {
-            run(bases, n_rows, len, &point);
+            run(bases, n_planes, n_rows, len, &point);
             // Advance the odometer over the dimensions that index runs, and the bases with
             // it by strides: recomputed from `point`, whose entries were just stored one at a
             // time, the bases' vectorised dot product waited on a failed store-to-load
@@ -165,6 +195,22 @@ impl Tile {
                 }
             }
         }
+    }
+}
+
+/// The dimension along which [`Tile::for_each_block`] gathers planes: the third-innermost
+/// (the outermost in 3-D); 0 below three dimensions.
+pub(crate) fn plane_dim(n_dims: usize) -> usize {
+    n_dims.saturating_sub(3)
+}
+
+/// Distance in storage between consecutive planes of a block ([`Tile::for_each_block`]) in a
+/// grid of layout `geom`; 0 below three dimensions.
+pub(crate) fn plane_stride(geom: &Geometry) -> usize {
+    if geom.n_dims >= 3 {
+        geom.strides[geom.n_dims - 3]
+    } else {
+        0
     }
 }
 
@@ -194,8 +240,15 @@ mod tests {
     use super::*;
 
     /// Checks that the rows of all tiles cover every interior point of `shape` exactly once,
-    /// in two grids of different halos at once, and touch nothing else.
+    /// in two grids of different halos at once, and touch nothing else: as runs, and as
+    /// blocks of planes.
     fn check_partition(shape: &[usize], tile: [usize; MAX_DIMS]) {
+        for planes in [false, true] {
+            check_blocks(shape, tile, planes);
+        }
+    }
+
+    fn check_blocks(shape: &[usize], tile: [usize; MAX_DIMS], planes: bool) {
         let tiling = Tiling::new(shape, &tile);
         let grids = [
             Geometry::new(shape, 0, 8).unwrap(),
@@ -203,29 +256,38 @@ mod tests {
         ];
         let mut visits = [vec![0u32; grids[0].len], vec![0u32; grids[1].len]];
         let mut bases = [0; 2];
+        let n_dims = shape.len();
         for t in 0..tiling.n_tiles() {
             let tile = tiling.tile(t);
-            tile.for_each_run(
-                shape.len(),
-                &grids,
-                &mut bases,
-                |bases, n_rows, len, first| {
-                    assert!(len >= 1 && len <= tiling.max_row_len());
-                    assert!(n_rows >= 1);
-                    // The bases advance by strides; they must stay those of the first point.
-                    for (&base, geom) in bases.iter().zip(&grids) {
-                        assert_eq!(base, storage_index(geom, first), "run at {first:?}");
-                    }
-                    for ((seen, &base), geom) in visits.iter_mut().zip(bases).zip(&grids) {
+            let mut each = |bases: &[usize], n_planes, n_rows, len, first: &[usize; MAX_DIMS]| {
+                assert!(len >= 1 && len <= tiling.max_row_len());
+                assert!(n_rows >= 1 && n_planes >= 1);
+                // A block spans its tile's planes in 3-D and more, when asked.
+                let pd = plane_dim(n_dims);
+                let whole = tile.end[pd] - tile.start[pd];
+                assert_eq!(n_planes, if planes && n_dims >= 3 { whole } else { 1 });
+                // The bases advance by strides; they must stay those of the first point.
+                for (&base, geom) in bases.iter().zip(&grids) {
+                    assert_eq!(base, storage_index(geom, first), "run at {first:?}");
+                }
+                for ((seen, &base), geom) in visits.iter_mut().zip(bases).zip(&grids) {
+                    for p in 0..n_planes {
                         for r in 0..n_rows {
-                            let start = base + r * row_stride(geom);
+                            let start = base + p * plane_stride(geom) + r * row_stride(geom);
                             for count in &mut seen[start..start + len] {
                                 *count += 1;
                             }
                         }
                     }
-                },
-            );
+                }
+            };
+            if planes {
+                tile.for_each_block(n_dims, &grids, &mut bases, true, each);
+            } else {
+                tile.for_each_run(n_dims, &grids, &mut bases, |bases, n_rows, len, first| {
+                    each(bases, 1, n_rows, len, first)
+                });
+            }
         }
         for (geom, seen) in grids.iter().zip(&visits) {
             let mut expected = vec![0u32; geom.len];
@@ -243,7 +305,7 @@ mod tests {
             }
             assert!(
                 *seen == expected,
-                "shape {shape:?} tile {tile:?} halo {}",
+                "shape {shape:?} tile {tile:?} halo {} planes {planes}",
                 geom.halo
             );
         }

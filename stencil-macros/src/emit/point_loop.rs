@@ -19,7 +19,9 @@
 //!
 //! The shifted loop (`super::shifted`, for kernels that have one) takes the rows `__run`
 //! computes one at a time first, a whole run per call; where it declines the run, the loops
-//! below compute it.
+//! below compute it. A run of several planes (`RowArgs::planes`, a 3-D block) goes whole to
+//! the run-level loop (shifted or retimed) when no register block is asked for, and plane by
+//! plane (`__run_plane`) otherwise.
 //!
 //! Register blocks (Datta's `RY`, [`JAMMED_ROWS`]): for kernels of two dimensions or more
 //! without a retimed loop, `__rows_jR` and its loops compute `R` adjacent rows of the
@@ -81,6 +83,14 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
     let outputs: Vec<Ident> = (0..plan.n_outputs).map(|k| ident("__out", k)).collect();
     let mut forms = Vec::new();
     let mut walks = Vec::new();
+    // The run-level loop, where the kernel has one.
+    let run_level = if shifted_fn.is_some() {
+        Some(format_ident!("__run_shifted"))
+    } else if retimed_fn.is_some() {
+        Some(format_ident!("__run_retimed"))
+    } else {
+        None
+    };
     for rows in jammed.iter().copied().chain([1]) {
         let block = RowBlock::of(kernel, &plan, rows);
         let first = if rows == 1 {
@@ -136,14 +146,7 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
             quote!(jam >= #count && r + #count <= rows)
         };
         // The run-level loop, where the kernel has one, takes the rows left whole.
-        let run_level = if shifted_fn.is_some() {
-            Some(format_ident!("__run_shifted"))
-        } else if retimed_fn.is_some() {
-            Some(format_ident!("__run_retimed"))
-        } else {
-            None
-        };
-        if let (1, Some(run_level)) = (rows, run_level) {
+        if let (1, Some(run_level)) = (rows, &run_level) {
             walks.push(quote! {
                 if r < rows && #run_level(args, &mut [#(&mut *#outputs),*], r) {
                     r = rows;
@@ -161,11 +164,42 @@ pub(super) fn row_functions(kernel: &Kernel) -> TokenStream {
             }
         });
     }
+    // A run of several planes goes whole to the run-level loop when the kernel has one and
+    // no register block is asked for (its windows built once for every plane), and plane by
+    // plane through the walks above otherwise.
+    let n_outputs = proc_macro2::Literal::usize_unsuffixed(plan.n_outputs);
+    let planes_whole = run_level.as_ref().map(|run_level| {
+        quote! {
+            if args.register_rows() <= 1 && #run_level(args, &mut [#(&mut *#outputs),*], 0) {
+                return;
+            }
+        }
+    });
     quote! {
         fn __run(args: &#p::RowArgs<'_, #elem>, outs: &mut [#p::OutputRun<'_, #elem>]) {
             let [#(#outputs),*] = outs else {
                 ::core::unreachable!("stencil!: wrong output count")
             };
+            if args.planes() > 1 {
+                #planes_whole
+                for plane in 0..args.planes() {
+                    __run_plane(
+                        &args.nth_plane(plane),
+                        [#(&mut #outputs.nth_plane(plane)),*],
+                    );
+                }
+                return;
+            }
+            __run_plane(args, [#(&mut *#outputs),*]);
+        }
+
+        /// The rows of a run of one plane (see `__run`).
+        #[inline(always)]
+        fn __run_plane(
+            args: &#p::RowArgs<'_, #elem>,
+            outs: [&mut #p::OutputRun<'_, #elem>; #n_outputs],
+        ) {
+            let [#(#outputs),*] = outs;
             let rows = args.rows();
             let n = args.len();
             let jam = args.register_rows();

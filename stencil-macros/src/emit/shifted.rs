@@ -51,15 +51,6 @@ const MAX_CARRIED: usize = 8;
 /// The most members of any kind: each is a pointer stepped at every row.
 const MAX_MEMBERS: usize = 32;
 
-/// The most members of a kernel whose shifts go through `Lanes::shifted_in_registers` (with
-/// AVX-512F and `f64`, one-lane shifts as `valignq` written out, register to register; see
-/// `stencil_cpu::lanes`): with more, the loop keeps more vectors live than the registers
-/// hold, and `Lanes::shifted`, whose lowering may read a vector from memory, spills less. The
-/// radius-4 star (17 members) ran its f64 sweep of a 64^3 grid in cache at 195-198 us with
-/// `shifted` and 198-207 us with the instruction (Zen 5, one core), while the 7-point
-/// stencil (5 members) gained 8%.
-const SHIFT_IN_REGISTERS_MEMBERS: usize = 8;
-
 /// Each read of the plan as (member, displacement along the row), and the members: distinct
 /// (input ordinal, offset with its unit-stride entry 0), in order of first read.
 struct Members {
@@ -210,11 +201,7 @@ pub(super) fn shifted_loop(kernel: &Kernel, plan: &LoopPlan) -> Option<TokenStre
                     quote!(#cur)
                 } else {
                     let d = int_tokens(i64::from(d));
-                    if members.len() <= SHIFT_IN_REGISTERS_MEMBERS {
-                        quote!(V::shifted_in_registers::<#d>(#prev, #cur, #next))
-                    } else {
-                        quote!(V::shifted::<#d>(#prev, #cur, #next))
-                    }
+                    quote!(V::shifted::<#d>(#prev, #cur, #next))
                 }
             }
             Expr::Let(var) => {

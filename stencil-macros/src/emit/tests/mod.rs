@@ -107,6 +107,7 @@ fn the_expansion_has_the_contracted_shape() {
         [
             "stencil",
             "__run",
+            "__run_plane",
             "__run_shifted",
             "__rows_j4",
             "__point_loop_streaming_j4",

@@ -62,7 +62,7 @@ fn int(expr: &syn::Expr) -> isize {
     }
 }
 
-/// The window descriptors `__run` computes for the row function named `row_fn`: the array
+/// The window descriptors `__run_plane` computes for the row function named `row_fn`: the array
 /// `w` bound in the branch whose loop calls it, each entry `args.row_window(input, offset,
 /// lo).rows(count, len)`.
 fn descriptors(run: &syn::ItemFn, row_fn: &str) -> Vec<(usize, [isize; 4], isize)> {
@@ -83,7 +83,7 @@ fn descriptors(run: &syn::ItemFn, row_fn: &str) -> Vec<(usize, [isize; 4], isize
             syn::Stmt::Expr(syn::Expr::While(walk), _),
         ] = branch.then_branch.stmts.as_slice()
         else {
-            panic!("a branch of __run binds `w` and walks the rows")
+            panic!("a branch of __run_plane binds `w` and walks the rows")
         };
         let calls_it = walk.body.stmts.iter().any(|s| {
             matches!(s, syn::Stmt::Expr(syn::Expr::Call(call), _)
@@ -167,7 +167,7 @@ pub(super) fn evaluate(
     params: &[f64],
 ) -> Vec<f64> {
     let file: syn::File = syn::parse2(rows).expect("row functions parse");
-    let descriptors = descriptors(function(&file, "__run"), row_fn);
+    let descriptors = descriptors(function(&file, "__run_plane"), row_fn);
     let sources = sources(function(&file, row_fn), &descriptors);
     let point_loop = function(&file, point_loop);
     let mut env: HashMap<String, Value> = HashMap::new();
