@@ -60,6 +60,8 @@ pub(crate) type Sweep<T> = unsafe extern "C" fn(*const T, *mut T, *const i64, *c
 pub(crate) struct CLoops {
     /// `cc --version`'s first line.
     pub(crate) compiler: String,
+    /// The flags of the two builds ([`flags`]).
+    pub(crate) flags: [String; 2],
     /// `dlopen` handles: gcc's default (contracting), then `-ffp-contract=off`.
     handles: [*mut c_void; 2],
 }
@@ -75,7 +77,15 @@ unsafe extern "C" {
 const RTLD_NOW: c_int = 2;
 
 /// The flags of the two builds, in the order of [`CLoops::sweep`]'s `contract`.
-pub(crate) const FLAGS: [&str; 2] = ["-O3 -march=native", "-O3 -march=native -ffp-contract=off"];
+const FLAGS: [&str; 2] = ["-O3 -march=native", "-O3 -march=native -ffp-contract=off"];
+
+/// [`FLAGS`], with the target of `-march` taken from `STENCIL_BENCH_MARCH` when set: the
+/// instruction counts (`bench/instructions.sh`) build the C loops for the instruction set the
+/// library is built for there, one that callgrind runs.
+fn flags() -> [String; 2] {
+    let march = std::env::var("STENCIL_BENCH_MARCH").unwrap_or_else(|_| "native".to_string());
+    FLAGS.map(|f| f.replace("-march=native", &format!("-march={march}")))
+}
 
 impl CLoops {
     /// Writes the C file to a fresh temporary folder, compiles it twice and loads both; or
@@ -95,14 +105,19 @@ impl CLoops {
         let source = dir.join("loops.c");
         std::fs::write(&source, SOURCE).map_err(|e| format!("{}: {e}", source.display()))?;
         let mut handles = [std::ptr::null_mut(); 2];
-        let built = FLAGS.iter().enumerate().try_for_each(|(k, flags)| {
+        let flags = flags();
+        let built = flags.iter().enumerate().try_for_each(|(k, flags)| {
             let object: PathBuf = dir.join(format!("loops{k}.so"));
             compile(&source, &object, flags)?;
             handles[k] = load(&object)?;
             Ok::<(), String>(())
         });
         let _ = std::fs::remove_dir_all(&dir);
-        built.map(|()| CLoops { compiler, handles })
+        built.map(|()| CLoops {
+            compiler,
+            flags,
+            handles,
+        })
     }
 
     /// The loop `name` (`w1_f64`, ...) of the contracting build, or of the

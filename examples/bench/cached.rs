@@ -272,77 +272,103 @@ pub(crate) fn loop_rows(
     loops: &Result<CLoops, String>,
     repeats: usize,
 ) -> Vec<LoopRow> {
+    cases()
+        .into_iter()
+        .flat_map(|mut case| case.measure(backend, cache, loops, repeats))
+        .collect()
+}
+
+/// `sweeps` sweeps of the loop in cache whose C symbol is `symbol` (`w1_f64`, ...): `way`
+/// `c` (the contracting C build), `c-nofma` (`-ffp-contract=off`) or `library` (the default
+/// schedule on `backend`), for counting instructions (`bench/instructions.sh` runs two counts
+/// of sweeps under callgrind and divides the difference by the points). Why not, when the
+/// symbol or the way is unknown or the C loops could not be built.
+pub(crate) fn sweeps_of(
+    backend: &CpuBackend,
+    loops: &Result<CLoops, String>,
+    symbol: &str,
+    way: &str,
+    sweeps: usize,
+) -> Result<usize, String> {
+    let mut case = cases()
+        .into_iter()
+        .find(|case| case.symbol() == symbol)
+        .ok_or_else(|| format!("no loop in cache named {symbol}"))?;
+    case.sweeps(backend, loops, way, sweeps)?;
+    Ok(case.points())
+}
+
+/// The kernels of [`loop_rows`], in its order.
+fn cases() -> Vec<Box<dyn Measured>> {
     let c = [0.4, 0.1, 0.05, 0.025, 0.0125];
     let steady = [0.4, 0.05, 0.02, 0.0075, 0.0];
     let star = [0.4, 0.05, 0.03, 0.015, 0.005];
-    let mut rows = Vec::new();
-    let mut add =
-        |case: &mut dyn Measured| rows.extend(case.measure(backend, cache, loops, repeats));
-    add(&mut Case::<f64, 3>::new(
-        "W1 7-pt f64 64^3",
-        "w1_f64",
-        [64; 3],
-        1,
-        c,
-        |u, o, c| kernels::jacobi7(u, o, c[0], c[1]),
-    ));
-    add(&mut Case::<f32, 3>::new(
-        "W1 7-pt f32 64^3",
-        "w1_f32",
-        [64; 3],
-        1,
-        c,
-        |u, o, c| kernels::jacobi7_f32(u, o, c[0], c[1]),
-    ));
-    add(&mut Case::<f64, 3>::new(
-        "W2 27-pt f64 64^3",
-        "w2_f64",
-        [64; 3],
-        1,
-        steady,
-        |u, o, c| kernels::jacobi27(u, o, c[0], c[1], c[2], c[3]),
-    ));
-    add(&mut Case::<f32, 3>::new(
-        "W2 27-pt f32 64^3",
-        "w2_f32",
-        [64; 3],
-        1,
-        steady,
-        |u, o, c| kernels::jacobi27_f32(u, o, c[0], c[1], c[2], c[3]),
-    ));
-    add(&mut Case::<f64, 2>::new(
-        "W3 5-pt f64 1024^2",
-        "w3_f64",
-        [1024; 2],
-        1,
-        c,
-        |u, o, c| kernels::five_point(u, o, c[0], c[1]),
-    ));
-    add(&mut Case::<f32, 2>::new(
-        "W3 5-pt f32 1024^2",
-        "w3_f32",
-        [1024; 2],
-        1,
-        c,
-        |u, o, c| five_point_f32(u, o, c[0], c[1]),
-    ));
-    add(&mut Case::<f64, 3>::new(
-        "star r4 25-pt f64 64^3",
-        "star4_f64",
-        [64; 3],
-        4,
-        star,
-        |u, o, c| kernels::star4(u, o, c[0], c[1], c[2], c[3], c[4]),
-    ));
-    add(&mut Case::<f32, 3>::new(
-        "star r4 25-pt f32 64^3",
-        "star4_f32",
-        [64; 3],
-        4,
-        star,
-        |u, o, c| star4_f32(u, o, c[0], c[1], c[2], c[3], c[4]),
-    ));
-    rows
+    vec![
+        Box::new(Case::<f64, 3>::new(
+            "W1 7-pt f64 64^3",
+            "w1_f64",
+            [64; 3],
+            1,
+            c,
+            |u, o, c| kernels::jacobi7(u, o, c[0], c[1]),
+        )),
+        Box::new(Case::<f32, 3>::new(
+            "W1 7-pt f32 64^3",
+            "w1_f32",
+            [64; 3],
+            1,
+            c,
+            |u, o, c| kernels::jacobi7_f32(u, o, c[0], c[1]),
+        )),
+        Box::new(Case::<f64, 3>::new(
+            "W2 27-pt f64 64^3",
+            "w2_f64",
+            [64; 3],
+            1,
+            steady,
+            |u, o, c| kernels::jacobi27(u, o, c[0], c[1], c[2], c[3]),
+        )),
+        Box::new(Case::<f32, 3>::new(
+            "W2 27-pt f32 64^3",
+            "w2_f32",
+            [64; 3],
+            1,
+            steady,
+            |u, o, c| kernels::jacobi27_f32(u, o, c[0], c[1], c[2], c[3]),
+        )),
+        Box::new(Case::<f64, 2>::new(
+            "W3 5-pt f64 1024^2",
+            "w3_f64",
+            [1024; 2],
+            1,
+            c,
+            |u, o, c| kernels::five_point(u, o, c[0], c[1]),
+        )),
+        Box::new(Case::<f32, 2>::new(
+            "W3 5-pt f32 1024^2",
+            "w3_f32",
+            [1024; 2],
+            1,
+            c,
+            |u, o, c| five_point_f32(u, o, c[0], c[1]),
+        )),
+        Box::new(Case::<f64, 3>::new(
+            "star r4 25-pt f64 64^3",
+            "star4_f64",
+            [64; 3],
+            4,
+            star,
+            |u, o, c| kernels::star4(u, o, c[0], c[1], c[2], c[3], c[4]),
+        )),
+        Box::new(Case::<f32, 3>::new(
+            "star r4 25-pt f32 64^3",
+            "star4_f32",
+            [64; 3],
+            4,
+            star,
+            |u, o, c| star4_f32(u, o, c[0], c[1], c[2], c[3], c[4]),
+        )),
+    ]
 }
 
 /// The `#[fma]` variant of the kernel of C symbol `symbol`, if it has one.
@@ -396,6 +422,18 @@ enum Way<'a, T> {
 
 /// A [`Case`] of any element type and dimension.
 trait Measured {
+    /// The C loop's symbol (`w1_f64`, ...).
+    fn symbol(&self) -> &'static str;
+    /// The interior's points.
+    fn points(&self) -> usize;
+    /// `n` sweeps of the way named `way` (see [`sweeps_of`]).
+    fn sweeps(
+        &mut self,
+        backend: &CpuBackend,
+        loops: &Result<CLoops, String>,
+        way: &str,
+        n: usize,
+    ) -> Result<(), String>;
     fn measure(
         &mut self,
         backend: &CpuBackend,
@@ -499,6 +537,32 @@ impl<T: Element, const D: usize> Case<T, D> {
 }
 
 impl<T: Element, const D: usize> Measured for Case<T, D> {
+    fn symbol(&self) -> &'static str {
+        self.symbol
+    }
+
+    fn points(&self) -> usize {
+        self.u.geometry().shape[..D].iter().product()
+    }
+
+    fn sweeps(
+        &mut self,
+        backend: &CpuBackend,
+        loops: &Result<CLoops, String>,
+        way: &str,
+        n: usize,
+    ) -> Result<(), String> {
+        let way = match way {
+            "c" | "c-nofma" => Way::C(loops.as_ref()?.sweep(self.symbol, way == "c")),
+            "library" => Way::Library(backend, Schedule::Cpu(CpuSchedule::default())),
+            other => return Err(format!("no way {other}: c, c-nofma or library")),
+        };
+        for _ in 0..n {
+            self.sweep(&way);
+        }
+        Ok(())
+    }
+
     fn measure(
         &mut self,
         backend: &CpuBackend,
@@ -576,7 +640,7 @@ impl<T: Element, const D: usize> Measured for Case<T, D> {
         } else {
             ([f64::NAN; 2], f64::NAN)
         };
-        let points = self.u.geometry().shape[..D].iter().product();
+        let points = self.points();
         ways.into_iter()
             .zip(stats)
             .map(|((imp, way), stats)| LoopRow {

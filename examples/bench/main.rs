@@ -5,6 +5,7 @@
 //!                                        [--only sweeps,cache,steps,acoustic,krylov,noise]
 //!                                        [--steps-repeats N]
 //!                                        [--noise-comparisons N]
+//! cargo run --release --example bench -- --sweeps-of SYMBOL:WAY:N
 //! ```
 //!
 //! Five sections (all unless `--only` names some): `sweeps`, described below; `cache`,
@@ -20,7 +21,9 @@
 //! `stencil::krylov` (dot, norm2, axpy on 2^25 `f64`) against plain loops and the read and copy
 //! bandwidths, and one conjugate-gradient iteration at 256^3 (module `krylov`). A sixth,
 //! `noise`, runs only when `--only` names it: the tuner's paired rule comparing a schedule
-//! with itself on this machine (module `noise`).
+//! with itself on this machine (module `noise`). `--sweeps-of` runs nothing else but `N` sweeps
+//! of one loop in cache (`SYMBOL` the C loop's name, `w1_f64` ...; `WAY` `c`, `c-nofma` or
+//! `library`), for `bench/instructions.sh` to count under callgrind.
 //!
 //! For W1 (7-point 3-D, 256^3), W2 (27-point 3-D, 256^3), W3 (5-point 2-D, 8192^2), and Kamil's
 //! Divergence and Gradient (256^3), all f64, with 1 and 2 threads, it measures: an in-process
@@ -51,6 +54,8 @@
 const USAGE: &str = "usage: bench [--json] [--repeats N] [--n3 N] [--n2 N] [--svg PATH]
              [--only sweeps,cache,steps,acoustic,krylov,noise]
              [--steps-repeats N] [--noise-comparisons N]
+       bench --sweeps-of SYMBOL:WAY:N   (N sweeps of one loop in cache: SYMBOL w1_f64, w1_f32,
+             w2_f64, w2_f32, w3_f64, w3_f32, star4_f64 or star4_f32; WAY c, c-nofma or library)
 (cargo run --release --example bench -- ...; the sections and figures are described in
 examples/bench/main.rs)";
 
@@ -85,6 +90,9 @@ struct Options {
     steps_repeats: usize,
     /// Comparisons per pair of the noise section.
     noise_comparisons: usize,
+    /// `--sweeps-of SYMBOL:WAY:N`: only that many sweeps of one loop in cache (for counting
+    /// instructions, `bench/instructions.sh`).
+    sweeps_of: Option<(String, String, usize)>,
 }
 
 impl Options {
@@ -104,6 +112,7 @@ fn options() -> Options {
         only: Vec::new(),
         steps_repeats: 3,
         noise_comparisons: 40,
+        sweeps_of: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -137,6 +146,22 @@ fn options() -> Options {
                             .contains(&s.as_str()),
                         "bench: unknown section {s}"
                     );
+                }
+            }
+            "--sweeps-of" => {
+                let spec = args.next().unwrap_or_default();
+                let parts: Vec<&str> = spec.split(':').collect();
+                match parts[..] {
+                    [symbol, way, n] if n.parse::<usize>().is_ok() => {
+                        o.sweeps_of =
+                            Some((symbol.to_string(), way.to_string(), n.parse().unwrap_or(0)));
+                    }
+                    _ => {
+                        eprintln!(
+                            "bench: --sweeps-of needs SYMBOL:WAY:N (w1_f64:library:10)\n{USAGE}"
+                        );
+                        std::process::exit(2);
+                    }
                 }
             }
             "--help" | "-h" => {
@@ -280,6 +305,17 @@ fn check_values(name: &str, expected: &[Vec<f64>], found: &[Vec<f64>], what: &st
 
 fn main() {
     let o = options();
+    if let Some((symbol, way, n)) = &o.sweeps_of {
+        let backend = CpuBackend::new(1).expect("pool");
+        match cached::sweeps_of(&backend, &c_loop::CLoops::build(), symbol, way, *n) {
+            Ok(points) => println!("{n} sweeps of {symbol} ({points} points), {way}"),
+            Err(why) => {
+                eprintln!("bench: --sweeps-of {symbol}:{way}:{n}: {why}");
+                std::process::exit(2);
+            }
+        }
+        return;
+    }
     let machine = Machine::detect();
     let backends = [
         CpuBackend::new(1).expect("pool"),
@@ -667,8 +703,8 @@ fn main() {
                 Ok(loops) => println!(
                     "{{\"c_loop\":\"{}\",\"flags\":[\"{}\",\"{}\"]}}",
                     loops.compiler.replace('"', "'"),
-                    c_loop::FLAGS[0],
-                    c_loop::FLAGS[1]
+                    loops.flags[0],
+                    loops.flags[1]
                 ),
                 Err(why) => println!("{{\"c_loop\":null,\"why\":\"{}\"}}", why.replace('"', "'")),
             }
@@ -711,9 +747,7 @@ fn main() {
                 match &c_loops {
                     Ok(loops) => format!(
                         "{}, {} and {}",
-                        loops.compiler,
-                        c_loop::FLAGS[0],
-                        c_loop::FLAGS[1]
+                        loops.compiler, loops.flags[0], loops.flags[1]
                     ),
                     Err(why) => why.clone(),
                 }
