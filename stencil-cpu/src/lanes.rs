@@ -169,8 +169,8 @@ pub trait RowBody<V, const M: usize, const K: usize>: VectorBody<V, M, K> + Copy
 /// `from..from + len` of row `r` into the `len` elements given, for rows shorter than a vector
 /// (every row, with no inputs).
 ///
-/// Rows are computed two at a time, their vectors interleaved, the last odd row
-/// alone. Loads and stores start at the row's first point, unaligned: aligning each row to the
+/// Rows shorter than [`PAIRED_ROW_BYTES`] are computed two at a time, their vectors
+/// interleaved, the last odd row alone; longer rows one at a time. Loads and stores start at the row's first point, unaligned: aligning each row to the
 /// output's cache line left a head and a tail of scalar points (8 of the 64 of a 7-point f64
 /// row), and the sweep of a 64^3 grid in cache went from 121 to 112 us, gcc's pace (one core,
 /// AVX-512).
@@ -251,10 +251,12 @@ pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
         }
         (ins, outs)
     };
-    // Rows in pairs, then the odd one alone.
+    // Rows in pairs (short rows only, see `PAIRED_ROW_BYTES`), then the odd one alone.
+    let pairs = n * std::mem::size_of::<V::Elem>() < PAIRED_ROW_BYTES;
     let mut r = rows.start;
     while r < rows.end {
-        let (ins, outs) = if r + PAIRED <= rows.end {
+        let paired = pairs && r + PAIRED <= rows.end;
+        let (ins, outs) = if paired {
             let mut ins = [[std::ptr::null::<V::Elem>(); M]; PAIRED];
             let mut outs = [[std::ptr::null_mut::<V::Elem>(); K]; PAIRED];
             for (j, (ins, outs)) in ins.iter_mut().zip(&mut outs).enumerate() {
@@ -269,7 +271,7 @@ pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
             unsafe { run_rows::<V, M, K, 1>([ins], ahead, [outs], 0, vectors, body) };
             ([ins; PAIRED], [outs; PAIRED])
         };
-        let done = PAIRED.min(rows.end - r);
+        let done = if paired { PAIRED } else { 1 };
         #[cfg(debug_assertions)]
         SHIFTED_ROWS.set(SHIFTED_ROWS.get() + done as u64);
         if !n.is_multiple_of(V::N) {
@@ -416,10 +418,12 @@ unsafe fn sweep_plane<V: Lanes, const M: usize, const K: usize>(
         }
         (ins, outs)
     };
-    // Rows in pairs, then the odd one alone.
+    // Rows in pairs (short rows only, see `PAIRED_ROW_BYTES`), then the odd one alone.
+    let pairs = n * std::mem::size_of::<V::Elem>() < PAIRED_ROW_BYTES;
     let mut r = rows.start;
     while r < rows.end {
-        let (ins, outs) = if r + PAIRED <= rows.end {
+        let paired = pairs && r + PAIRED <= rows.end;
+        let (ins, outs) = if paired {
             let mut ins = [[std::ptr::null::<V::Elem>(); M]; PAIRED];
             let mut outs = [[std::ptr::null_mut::<V::Elem>(); K]; PAIRED];
             for (j, (ins, outs)) in ins.iter_mut().zip(&mut outs).enumerate() {
@@ -434,7 +438,7 @@ unsafe fn sweep_plane<V: Lanes, const M: usize, const K: usize>(
             unsafe { run_rows::<V, M, K, 1>([ins], ahead, [outs], 0, vectors, body) };
             ([ins; PAIRED], [outs; PAIRED])
         };
-        let done = PAIRED.min(rows.end - r);
+        let done = if paired { PAIRED } else { 1 };
         #[cfg(debug_assertions)]
         SHIFTED_ROWS.set(SHIFTED_ROWS.get() + done as u64);
         if !n.is_multiple_of(V::N) {
@@ -455,12 +459,22 @@ unsafe fn sweep_plane<V: Lanes, const M: usize, const K: usize>(
     // are distinct grids, and the rows of one call distinct rows.
 }
 
-/// Rows computed together by [`sweep_rows`]: their vectors interleaved, two independent
+/// Rows computed together by [`sweep_rows`] (rows shorter than [`PAIRED_ROW_BYTES`]): their
+/// vectors interleaved, two independent
 /// chains of the kernel's arithmetic in the loop at once. Per 64^3 sweep in cache on a Zen 4
 /// core (AVX-512), against rows one at a time: 7-point f64 112 -> 103 us, f32 64 -> 60 us,
 /// 27-point f32 105 -> 98 us, the radius-4 star 317 -> 294 us; four rows at once were slower
 /// (the star 416 us, its 17 inputs' pointers four times over).
 const PAIRED: usize = 2;
+
+/// Rows of at least this many bytes are computed one at a time, not in pairs: a pair's rows
+/// (the input rows around both, both outputs) crowd the first-level cache. The 5-point 2-D
+/// sweep in cache on a Zen 5 core (48 KiB first-level cache), one thread, medians of 5 runs
+/// alternating with the pairs: f64 512^2 (rows of 4 KiB) 43.2 -> 37.9 us, 768^2 92.4 -> 82.0,
+/// 1024^2 219 -> 192, f32 1024^2 77.7 -> 75.9; rows of 2 KiB (f64 256^2, f32 512^2) ran alike
+/// both ways, and rows of 512 bytes (the 7-point 64^3 sweep) faster in pairs (55.6 against
+/// 58.4 us).
+pub const PAIRED_ROW_BYTES: usize = 4096;
 
 /// `body` restarted at point `from` of `R` rows and run for `count` vectors along them, the
 /// rows' vectors interleaved (see [`sweep_rows`]).
@@ -1254,16 +1268,19 @@ mod tests {
         }
     }
 
-    /// Rows of `n` points, `stride` apart, the first `first` elements into `data`.
+    /// Rows of up to `STRIDE` points, `STRIDE` apart (the test of whole runs spaces longer
+    /// rows wider).
     const STRIDE: usize = 96;
-
-    /// Planes of the runs in `sweep_rows_computes_every_point_of_every_row_once`, `PLANE` apart.
-    const PLANE: usize = 5 * STRIDE;
 
     #[test]
     fn sweep_rows_computes_every_point_of_every_row_once() {
         let vector = F64::N;
+        // Rows of `PAIRED_ROW_BYTES` and more go one at a time, shorter ones in pairs.
+        let long = PAIRED_ROW_BYTES / std::mem::size_of::<f64>();
         for (n, first, planes) in [
+            (long + 3, 13, 1),
+            (long, 8, 2),
+            (long - 5, 11, 2),
             (40, 11, 1),
             (40, 16, 2),
             (23, 9, 1),
@@ -1274,10 +1291,13 @@ mod tests {
             (vector - 3, 9, 2),
         ] {
             let rows = 4;
-            let input: Vec<f64> = (0..planes * PLANE + first + n + vector)
+            // Rows `stride` apart, planes `plane` apart: room for a window on either side.
+            let stride = STRIDE.max(n + 2 * vector + 8);
+            let plane = 5 * stride;
+            let input: Vec<f64> = (0..planes * plane + first + n + vector)
                 .map(|k| ((k * 37) % 101) as f64 - 50.0)
                 .collect();
-            let inputs = [RowInput::new(&input, first, [PLANE, STRIDE, 1, 0])];
+            let inputs = [RowInput::new(&input, first, [plane, stride, 1, 0])];
             let args = RowArgs::new(n, &inputs, &[])
                 .with_rows(rows, 1)
                 .with_planes(planes, 0);
@@ -1285,17 +1305,17 @@ mod tests {
                 .try_row_window(0, [0; 4], -(vector as isize))
                 .and_then(|w| w.try_rows(rows, n + 2 * vector))
                 .expect("the windows fit the storage")];
-            let mut data = vec![f64::NAN; planes * PLANE + first + n];
-            // SAFETY: `planes` planes `PLANE` apart of `rows` rows `STRIDE` apart of `n < STRIDE`
-            // points from `first`, all inside `data` (`rows * STRIDE < PLANE`), none overlapping,
+            let mut data = vec![f64::NAN; planes * plane + first + n];
+            // SAFETY: `planes` planes `plane` apart of `rows` rows `stride` apart of `n < stride`
+            // points from `first`, all inside `data` (`rows * stride < plane`), none overlapping,
             // reached through the run alone.
             let mut output = unsafe {
                 OutputRun::from_raw_parts_planes(
                     data.as_mut_ptr().add(first),
                     n,
-                    STRIDE,
+                    stride,
                     rows,
-                    PLANE,
+                    plane,
                     planes,
                 )
             };
@@ -1307,7 +1327,7 @@ mod tests {
             };
             let mut plain = |p: usize, r: usize, from: usize, [out]: [&mut [f64]; 1]| {
                 for (x, value) in out.iter_mut().enumerate() {
-                    let at = first + p * PLANE + r * STRIDE + from + x;
+                    let at = first + p * plane + r * stride + from + x;
                     *value = input[at - 1] + 2.0 * input[at + 1];
                 }
                 plain_points += out.len();
@@ -1328,7 +1348,7 @@ mod tests {
             }
             for (at, &got) in data.iter().enumerate() {
                 let k = at.wrapping_sub(first);
-                let (p, r, x) = (k / PLANE, k % PLANE / STRIDE, k % STRIDE);
+                let (p, r, x) = (k / plane, k % plane / stride, k % stride);
                 if at >= first && p < planes && (1..rows).contains(&r) && x < n {
                     let want = input[at - 1] + 2.0 * input[at + 1];
                     assert_eq!(got, want, "{n} {first} plane {p} row {r} point {x}");
