@@ -418,27 +418,45 @@ unsafe fn sweep_plane<V: Lanes, const M: usize, const K: usize>(
         }
         (ins, outs)
     };
-    // Rows in pairs (short rows only, see `PAIRED_ROW_BYTES`), then the odd one alone.
+    // Rows in pairs (short rows only, see `PAIRED_ROW_BYTES`), then the odd one alone. The
+    // rows' pointers advance by their strides from one pair to the next (`sweep_rows`
+    // computes each row's from its index: there, for the radius-4 star's 17 members, the
+    // advancing pointers ran 1-2% slower; here, over the planes of a block, the 27-point
+    // stencil's 64^3 sweep went from 97-99 to 81-83 us and the 7-point one's from 55.7-56.8
+    // to 53.2-53.4 us).
     let pairs = n * std::mem::size_of::<V::Elem>() < PAIRED_ROW_BYTES;
+    let (mut row_ins, mut row_outs) = row_at(rows.start);
     let mut r = rows.start;
     while r < rows.end {
         let paired = pairs && r + PAIRED <= rows.end;
         let (ins, outs) = if paired {
-            let mut ins = [[std::ptr::null::<V::Elem>(); M]; PAIRED];
-            let mut outs = [[std::ptr::null_mut::<V::Elem>(); K]; PAIRED];
-            for (j, (ins, outs)) in ins.iter_mut().zip(&mut outs).enumerate() {
-                (*ins, *outs) = row_at(r + j);
+            let mut ins = [row_ins; PAIRED];
+            let mut outs = [row_outs; PAIRED];
+            for (next, (&row, &(_, stride))) in
+                ins[1].iter_mut().zip(row_ins.iter().zip(&input_rows))
+            {
+                *next = row.wrapping_add(stride);
+            }
+            for (next, (&row, &(_, stride))) in
+                outs[1].iter_mut().zip(row_outs.iter().zip(&output_rows))
+            {
+                *next = row.wrapping_add(stride);
             }
             // SAFETY: as below, for each of the rows `r..r + PAIRED` (all `< rows.end`).
             unsafe { run_rows::<V, M, K, PAIRED>(ins, ahead, outs, 0, vectors, body) };
             (ins, outs)
         } else {
-            let (ins, outs) = row_at(r);
             // SAFETY: as below.
-            unsafe { run_rows::<V, M, K, 1>([ins], ahead, [outs], 0, vectors, body) };
-            ([ins; PAIRED], [outs; PAIRED])
+            unsafe { run_rows::<V, M, K, 1>([row_ins], ahead, [row_outs], 0, vectors, body) };
+            ([row_ins; PAIRED], [row_outs; PAIRED])
         };
         let done = if paired { PAIRED } else { 1 };
+        for (row, &(_, stride)) in row_ins.iter_mut().zip(&input_rows) {
+            *row = row.wrapping_add(done * stride);
+        }
+        for (row, &(_, stride)) in row_outs.iter_mut().zip(&output_rows) {
+            *row = row.wrapping_add(done * stride);
+        }
         #[cfg(debug_assertions)]
         SHIFTED_ROWS.set(SHIFTED_ROWS.get() + done as u64);
         if !n.is_multiple_of(V::N) {
