@@ -170,15 +170,15 @@ pub trait RowBody<V, const M: usize, const K: usize>: VectorBody<V, M, K> + Copy
 /// (every row, with no inputs).
 ///
 /// Rows shorter than [`PAIRED_ROW_BYTES`] are computed two at a time, their vectors
-/// interleaved, the last odd row alone; longer rows one at a time. Loads and stores start at the row's first point, unaligned: aligning each row to the
-/// output's cache line left a head and a tail of scalar points (8 of the 64 of a 7-point f64
-/// row), and the sweep of a 64^3 grid in cache went from 121 to 112 us, gcc's pace (one core,
-/// AVX-512).
+/// interleaved, the last odd row alone; longer rows one at a time. The rows' pointers advance
+/// by their strides. Loads and stores start at the row's first point, unaligned: aligning
+/// each row to the output's cache line left a head and a tail of scalar points (8 of the 64
+/// of a 7-point f64 row), and the sweep of a 64^3 grid in cache went from 121 to 112 us,
+/// gcc's pace (one core, AVX-512).
 ///
 /// Windows and outputs of several planes ([`RowWindows::plane_parts`]) are swept in their
-/// plane 0 only; [`sweep_planes`] takes every plane. The two keep separate loops over the
-/// rows: with this one calling the per-plane loop of `sweep_planes`, the radius-4 star's
-/// sweep (17 input rows, short of registers) ran 7-9% slower.
+/// plane 0 only; [`sweep_planes`] takes every plane, through the same loop over a plane's
+/// rows.
 ///
 /// # Panics
 /// If a window or output is shorter than that, or has fewer rows than `rows.end`, or an
@@ -191,7 +191,7 @@ pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
     rows: std::ops::Range<usize>,
     n: usize,
     body: impl RowBody<V, M, K>,
-    mut plain: impl FnMut(usize, usize, [&mut [V::Elem]; K]),
+    plain: impl FnMut(usize, usize, [&mut [V::Elem]; K]),
 ) {
     let span = n
         .checked_add(2 * V::N)
@@ -219,85 +219,19 @@ pub fn sweep_rows<V: Lanes, const M: usize, const K: usize>(
     if K == 0 {
         return;
     }
-    // The `len` elements from `from` of row `r`'s outputs, for `plain` (called below with
-    // `r` in `rows` and `from + len <= n`).
-    let parts_of = |r: usize, from: usize, len: usize| -> [&mut [V::Elem]; K] {
-        std::array::from_fn(|k| {
-            let (ptr, stride) = output_rows[k];
-            // SAFETY: `r < rows.end <= count` and `from + len <= n <=` the rows' length, so
-            // the elements lie in row `r` of output `k`, which `outputs` borrows exclusively;
-            // outputs are distinct grids, so the slices are disjoint, and no other reference
-            // to these elements lives while `plain` runs.
-            unsafe { std::slice::from_raw_parts_mut(ptr.add(r * stride + from), len) }
-        })
-    };
-    let vectors = n / V::N;
-    if M == 0 || vectors == 0 {
-        // No input rows to shift, or rows shorter than a vector: the plain loop's.
-        for r in rows {
-            plain(r, 0, parts_of(r, 0, n));
-        }
-        return;
+    // SAFETY: every row `r < rows.end <= count` of each window holds `span = n + 2 * N`
+    // readable elements and each `ahead` is at most `2 * N` (checked above); every output
+    // row `n` writable elements, exclusively borrowed, disjoint from the inputs and each
+    // other (`OutputRun`'s contract).
+    unsafe {
+        sweep_plane::<V, M, K>((input_rows, ahead), output_rows, rows, n, body, plain);
     }
-    // Row `r`'s input windows (from `N` before its first point) and outputs.
-    let row_at = |r: usize| {
-        let mut ins = [std::ptr::null::<V::Elem>(); M];
-        for (input, &(ptr, stride)) in ins.iter_mut().zip(&input_rows) {
-            *input = ptr.wrapping_add(r * stride);
-        }
-        let mut outs = [std::ptr::null_mut::<V::Elem>(); K];
-        for (out, &(ptr, stride)) in outs.iter_mut().zip(&output_rows) {
-            *out = ptr.wrapping_add(r * stride);
-        }
-        (ins, outs)
-    };
-    // Rows in pairs (short rows only, see `PAIRED_ROW_BYTES`), then the odd one alone.
-    let pairs = n * std::mem::size_of::<V::Elem>() < PAIRED_ROW_BYTES;
-    let mut r = rows.start;
-    while r < rows.end {
-        let paired = pairs && r + PAIRED <= rows.end;
-        let (ins, outs) = if paired {
-            let mut ins = [[std::ptr::null::<V::Elem>(); M]; PAIRED];
-            let mut outs = [[std::ptr::null_mut::<V::Elem>(); K]; PAIRED];
-            for (j, (ins, outs)) in ins.iter_mut().zip(&mut outs).enumerate() {
-                (*ins, *outs) = row_at(r + j);
-            }
-            // SAFETY: as below, for each of the rows `r..r + PAIRED` (all `< rows.end`).
-            unsafe { run_rows::<V, M, K, PAIRED>(ins, ahead, outs, 0, vectors, body) };
-            (ins, outs)
-        } else {
-            let (ins, outs) = row_at(r);
-            // SAFETY: as below.
-            unsafe { run_rows::<V, M, K, 1>([ins], ahead, [outs], 0, vectors, body) };
-            ([ins; PAIRED], [outs; PAIRED])
-        };
-        let done = if paired { PAIRED } else { 1 };
-        #[cfg(debug_assertions)]
-        SHIFTED_ROWS.set(SHIFTED_ROWS.get() + done as u64);
-        if !n.is_multiple_of(V::N) {
-            // The last vector again, ending at the row's end: its first points get the
-            // values they hold (the outputs are not inputs).
-            for (&ins, &outs) in ins.iter().zip(&outs).take(done) {
-                // SAFETY: as below, with `from = n - N`.
-                unsafe { run_rows::<V, M, K, 1>([ins], ahead, [outs], n - V::N, 1, body) };
-            }
-        }
-        r += done;
-    }
-    // SAFETY (of each `run_rows` above): row `r < count` of each window holds `n + 2 * N`
-    // readable elements from `ins[m]`, and every call has `from + count * N <= n` and
-    // `ahead[m] <= 2 * N`, so `from + ahead[m] + count * N` and `from + 2 * N` are at most
-    // `n + 2 * N`. Row `r` of each output holds `n` elements from `outs[k]`, exclusively
-    // borrowed, and the stores write `from .. from + count * N` of it. Inputs and outputs
-    // are distinct grids, and the rows of one call distinct rows.
 }
 
 /// [`sweep_rows`] over every plane of windows and outputs that span several
 /// ([`RowWindows::plane_parts`], [`OutputRun::plane_parts`], all with the same count): the
 /// rows `rows` of each plane in turn, a 3-D block in one call, the windows checked once for
 /// all its planes. `plain(p, r, from, outputs)` computes points of row `r` of plane `p`.
-/// Kernels with many input rows (the radius-4 star's 17) take their planes one call of
-/// `sweep_rows` each: the plane loop's state cost that loop 5-7% even with one plane.
 ///
 /// # Panics
 /// As [`sweep_rows`], and if the plane counts differ.
@@ -419,11 +353,10 @@ unsafe fn sweep_plane<V: Lanes, const M: usize, const K: usize>(
         (ins, outs)
     };
     // Rows in pairs (short rows only, see `PAIRED_ROW_BYTES`), then the odd one alone. The
-    // rows' pointers advance by their strides from one pair to the next (`sweep_rows`
-    // computes each row's from its index: there, for the radius-4 star's 17 members, the
-    // advancing pointers ran 1-2% slower; here, over the planes of a block, the 27-point
-    // stencil's 64^3 sweep went from 97-99 to 81-83 us and the 7-point one's from 55.7-56.8
-    // to 53.2-53.4 us).
+    // rows' pointers advance by their strides from one pair to the next: computed from the
+    // row's index, with every member's stride multiplied and the pointers spilled around it,
+    // they had cost the 27-point stencil's 64^3 sweep 97-99 us against 81-83, the 7-point
+    // one's 55.7-56.8 against 53.2-53.4 us (a block's planes, one Zen 5 core).
     let pairs = n * std::mem::size_of::<V::Elem>() < PAIRED_ROW_BYTES;
     let (mut row_ins, mut row_outs) = row_at(rows.start);
     let mut r = rows.start;

@@ -1,11 +1,9 @@
 //! The shell both run-level loops share, `__run_shifted` ([`super::shifted`]) and
 //! `__run_retimed` ([`super::retimed`]): a function that takes the rows `first..` of a run in
 //! one call of `stencil_cpu::lanes::sweep_rows`, building and checking each member's windows
-//! (one vector wider than the row on either side) once per run, or for a kernel of at most
-//! [`WHOLE_PLANE_MEMBERS`] members every plane of a 3-D block's run in one call of
-//! `sweep_planes` (a kernel with more declines a run of several planes, which `__run` then
-//! hands over plane by plane), with the plain point loop for
-//! rows shorter than a vector. It declines a run (`false`, nothing written) when the build's
+//! (one vector wider than the row on either side) once per run, or every plane of a 3-D
+//! block's run in one call of `sweep_planes`, with the plain point loop for rows shorter than
+//! a vector. It declines a run (`false`, nothing written) when the build's
 //! lane shifts are not fast enough for the loop, the reach along the row exceeds a vector, a
 //! row is shorter than a vector, a window leaves an input's storage, or the run prefetches or
 //! streams (sweeps from memory keep the loops that do both). The loop's own part is its
@@ -17,14 +15,6 @@ use stencil_core::{Kernel, Offset};
 
 use super::plan::{LoopPlan, RowBlock};
 use super::tokens::{elem_type, lanes_type, offset_tokens};
-
-/// The most members of a kernel whose run-level loop takes a run's planes in one call
-/// (`sweep_planes`): the 27-point stencil's 9. With more (the radius-4 star's 17), the plane
-/// loop's state cost the loop over the rows 5-7% (on a Zen 5 core); on the 7-point and
-/// 27-point stencils, whole planes saved the setup per plane (windows built and checked, the
-/// arguments): their 64^3 sweeps in cache went from 62-64 to 57-58 us and from 105-106 to
-/// 94-97 us.
-const WHOLE_PLANE_MEMBERS: usize = 9;
 
 /// What distinguishes one run-level loop from the other.
 pub(super) struct RunLevel<'a> {
@@ -74,7 +64,6 @@ pub(super) fn run_level_function(
             args.try_row_window(#input, #offset, -(L as isize))?.try_rows(rows, n + 2 * L)?
         }
     });
-    let whole_planes = run.members.len() <= WHOLE_PLANE_MEMBERS;
     let RunLevel {
         name,
         doc,
@@ -104,29 +93,30 @@ pub(super) fn run_level_function(
             },
         );
     };
-    // One plane (every run below three dimensions) keeps `sweep_rows`: through the plane
-    // loop the 5-point 2-D f32 sweep of 1024^2 ran 1.10-1.12x gcc's loop, against 1.18-1.22.
-    let sweep = if whole_planes {
-        quote! {
-            if args.planes() > 1 {
-                #p::lanes::sweep_planes(
-                    &windows,
-                    [#(#aheads),*],
-                    outs,
-                    first..rows,
-                    n,
-                    body,
-                    |plane, r, from, [#(#outputs),*]: [&mut [#elem]; #n_outputs]| {
-                        let args = &args.nth_plane(plane).nth_row(r);
-                        #plain_loop
-                    },
-                );
-            } else {
-                #sweep_rows
-            }
+    // Several planes (a 3-D block) go whole to `sweep_planes`, saving the setup per plane
+    // (windows built and checked, the arguments: the 7-point and 27-point 64^3 sweeps in
+    // cache went from 62-64 to 57-58 us and from 105-106 to 94-97 us, the radius-4 star's
+    // from 193-200 to 190-192 us once the plane loop's row pointers advanced by their
+    // strides; before that, the star had lost 5-7% in it). One plane (every run below three
+    // dimensions) keeps `sweep_rows`: through the plane loop the 5-point 2-D f32 sweep of
+    // 1024^2 ran 1.10-1.12x gcc's loop, against 1.18-1.22.
+    let sweep = quote! {
+        if args.planes() > 1 {
+            #p::lanes::sweep_planes(
+                &windows,
+                [#(#aheads),*],
+                outs,
+                first..rows,
+                n,
+                body,
+                |plane, r, from, [#(#outputs),*]: [&mut [#elem]; #n_outputs]| {
+                    let args = &args.nth_plane(plane).nth_row(r);
+                    #plain_loop
+                },
+            );
+        } else {
+            #sweep_rows
         }
-    } else {
-        sweep_rows
     };
     let reach = Literal::usize_unsuffixed(reach);
     quote! {
@@ -147,7 +137,6 @@ pub(super) fn run_level_function(
                 || n < L
                 || args.prefetch() > 0
                 || args.streaming()
-                || (args.planes() > 1 && !#whole_planes)
             {
                 return false;
             }
