@@ -169,8 +169,9 @@ pub trait RowBody<V, const M: usize, const K: usize>: VectorBody<V, M, K> + Copy
 /// `from..from + len` of row `r` into the `len` elements given, for rows shorter than a vector
 /// (every row, with no inputs).
 ///
-/// Rows shorter than [`PAIRED_ROW_BYTES`] are computed two at a time, their vectors
-/// interleaved, the last odd row alone; longer rows one at a time. The rows' pointers advance
+/// Rows shorter than [`PAIRED_ROW_BYTES`] of kernels of at most [`PAIRED_MEMBERS`] members
+/// are computed two at a time, their vectors interleaved, the last odd row alone; other rows
+/// one at a time. The rows' pointers advance
 /// by their strides. Loads and stores start at the row's first point, unaligned: aligning
 /// each row to the output's cache line left a head and a tail of scalar points (8 of the 64
 /// of a 7-point f64 row), and the sweep of a 64^3 grid in cache went from 121 to 112 us,
@@ -352,12 +353,13 @@ unsafe fn sweep_plane<V: Lanes, const M: usize, const K: usize>(
         }
         (ins, outs)
     };
-    // Rows in pairs (short rows only, see `PAIRED_ROW_BYTES`), then the odd one alone. The
-    // rows' pointers advance by their strides from one pair to the next: computed from the
-    // row's index, with every member's stride multiplied and the pointers spilled around it,
-    // they had cost the 27-point stencil's 64^3 sweep 97-99 us against 81-83, the 7-point
+    // Rows in pairs (short rows of kernels of few members: `PAIRED_ROW_BYTES`,
+    // `PAIRED_MEMBERS`), then the odd one alone. The rows' pointers advance by their strides
+    // from one pair to the next: computed from the row's index, with every member's stride
+    // multiplied and the pointers spilled around it, they had cost the 27-point stencil's
+    // 64^3 sweep 102.5-103.3 us against 91.0-92.3 (the bench's default rows), the 7-point
     // one's 55.7-56.8 against 53.2-53.4 us (a block's planes, one Zen 5 core).
-    let pairs = n * std::mem::size_of::<V::Elem>() < PAIRED_ROW_BYTES;
+    let pairs = n * std::mem::size_of::<V::Elem>() < PAIRED_ROW_BYTES && M <= PAIRED_MEMBERS;
     let (mut row_ins, mut row_outs) = row_at(rows.start);
     let mut r = rows.start;
     while r < rows.end {
@@ -426,6 +428,13 @@ const PAIRED: usize = 2;
 /// both ways, and rows of 512 bytes (the 7-point 64^3 sweep) faster in pairs (55.6 against
 /// 58.4 us).
 pub const PAIRED_ROW_BYTES: usize = 4096;
+
+/// Kernels reading more input rows than this (members) compute their rows one at a time: a
+/// pair's member pointers, twice the members, spill out of the registers. The radius-4 star
+/// (17 members) in cache on a Zen 5 core, 64^3 f64, one thread, the default schedule,
+/// medians of 7 alternating runs: 196-202 us in pairs, 177-180 us one row at a time; the
+/// 27-point stencil (9 members) ran faster in pairs, 91-93 against 95-96 us.
+pub const PAIRED_MEMBERS: usize = 12;
 
 /// `body` restarted at point `from` of `R` rows and run for `count` vectors along them, the
 /// rows' vectors interleaved (see [`sweep_rows`]).

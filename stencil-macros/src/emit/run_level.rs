@@ -95,11 +95,11 @@ pub(super) fn run_level_function(
     };
     // Several planes (a 3-D block) go whole to `sweep_planes`, saving the setup per plane
     // (windows built and checked, the arguments: the 7-point and 27-point 64^3 sweeps in
-    // cache went from 62-64 to 57-58 us and from 105-106 to 94-97 us, the radius-4 star's
-    // from 193-200 to 190-192 us once the plane loop's row pointers advanced by their
-    // strides; before that, the star had lost 5-7% in it). One plane (every run below three
-    // dimensions) keeps `sweep_rows`: through the plane loop the 5-point 2-D f32 sweep of
-    // 1024^2 ran 1.10-1.12x gcc's loop, against 1.18-1.22.
+    // cache went from 62-64 to 57-58 us and from 105-106 to 94-97 us; the radius-4 star, which
+    // had lost 5-7% in the plane loop while it recomputed its row pointers, runs alike since
+    // they advance). One plane (every run below three dimensions) keeps `sweep_rows`: through
+    // the plane loop the 5-point 2-D f32 sweep of 1024^2 ran 1.10-1.12x gcc's loop, against
+    // 1.18-1.22.
     let sweep = quote! {
         if args.planes() > 1 {
             #p::lanes::sweep_planes(
